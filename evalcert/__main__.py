@@ -1,0 +1,5 @@
+import sys
+
+from evalcert.cli import main
+
+sys.exit(main())

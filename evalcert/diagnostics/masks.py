@@ -1,0 +1,134 @@
+"""Masking schemes for generalisation experiments on a models x items matrix.
+
+Every function returns a boolean array of the matrix's shape where ``True``
+means *held out* (a test cell never shown to the fit) and ``False`` means
+training. Only observed cells are ever held out: pass ``observed`` (``True`` =
+the cell has a response) to keep missing cells out of both sets. The schemes
+are those of the IRT learning chapter, Sec. 3.7.1 (Table "Masking Schemes for
+Evaluation"):
+
+=====================  ==========================================================
+``entrywise_mask``     random cells (interpolation under missing-at-random)
+``row_holdout_mask``   random models; of each, only ``exposure`` of cells is shown
+``column_holdout_mask``random items; of each, only ``exposure`` of cells is shown
+``l_mask``             block ``R_te x C_te`` held out; training is the L-shaped rest
+=====================  ==========================================================
+
+Rows (columns) that a row (column) holdout chose are recovered with
+:func:`held_out_rows` (:func:`held_out_columns`).
+
+Example
+-------
+>>> m = entrywise_mask((4, 5), 0.25, seed=0)
+>>> m.shape, m.dtype, int(m.sum())
+((4, 5), dtype('bool'), 5)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from evalcert.errors import InputError
+
+__all__ = ["entrywise_mask", "row_holdout_mask", "column_holdout_mask", "l_mask",
+           "held_out_rows", "held_out_columns"]
+
+Seed = int | np.random.Generator | None
+
+
+def _check(shape: tuple[int, int], observed: np.ndarray | None,
+           **fractions: float) -> np.ndarray:
+    if (not isinstance(shape, tuple) or len(shape) != 2
+            or not all(isinstance(s, (int, np.integer)) and s > 0 for s in shape)):
+        raise InputError(f"shape must be a tuple (n_models, n_items) of positive ints, got "
+                         f"{shape!r}")
+    for name, value in fractions.items():
+        if not 0.0 < float(value) < 1.0:
+            raise InputError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+    if observed is None:
+        return np.ones(shape, dtype=bool)
+    observed = np.asarray(observed)
+    if observed.shape != shape or observed.dtype != bool:
+        raise InputError(f"observed must be a boolean array of shape {shape}, got "
+                         f"{observed.dtype} {observed.shape}")
+    return observed
+
+
+def _pick(n: int, frac: float, rng: np.random.Generator) -> np.ndarray:
+    """Boolean vector with ``round(frac * n)`` (at least 1, at most n-1) True entries."""
+    if n < 2:
+        raise InputError(f"cannot split an axis of length {n} into train and test parts")
+    k = min(max(int(round(frac * n)), 1), n - 1)
+    chosen = np.zeros(n, dtype=bool)
+    chosen[rng.choice(n, size=k, replace=False)] = True
+    return chosen
+
+
+def entrywise_mask(shape: tuple[int, int], frac: float = 0.2, seed: Seed = None,
+                   observed: np.ndarray | None = None) -> np.ndarray:
+    """Hold out a random ``frac`` of the observed cells (Sec. 3.7.1, entry-wise random).
+
+    Each observed cell is held out independently with probability ``frac``.
+    """
+    observed = _check(shape, observed, frac=frac)
+    rng = np.random.default_rng(seed)
+    return (rng.random(shape) < frac) & observed
+
+
+def row_holdout_mask(shape: tuple[int, int], frac: float = 0.2, exposure: float = 0.3,
+                     seed: Seed = None, observed: np.ndarray | None = None) -> np.ndarray:
+    """Hold out a random ``frac`` of the models (Sec. 3.7.1, row holdout).
+
+    Of each held-out model, a random ``exposure`` share of its observed cells
+    stays visible (used in stage 2 of the two-stage procedure, Sec. 3.7.3.1 to
+    place the new model on the frozen item scale); the rest is held out. At
+    least one cell of every chosen row is held out.
+    """
+    observed = _check(shape, observed, frac=frac, exposure=exposure)
+    rng = np.random.default_rng(seed)
+    rows = _pick(shape[0], frac, rng)
+    hidden = (rng.random(shape) >= exposure) & observed & rows[:, None]
+    for i in np.flatnonzero(rows & ~hidden.any(axis=1) & observed.any(axis=1)):
+        hidden[i, rng.choice(np.flatnonzero(observed[i]))] = True
+    return hidden
+
+
+def column_holdout_mask(shape: tuple[int, int], frac: float = 0.2, exposure: float = 0.3,
+                        seed: Seed = None, observed: np.ndarray | None = None) -> np.ndarray:
+    """Hold out a random ``frac`` of the items (Sec. 3.7.1, column holdout).
+
+    The transpose of :func:`row_holdout_mask`: of each held-out item an
+    ``exposure`` share of its observed cells stays visible (Sec. 3.7.3.2).
+    """
+    _check(shape, None)
+    obs_t = None if observed is None else np.asarray(observed).T
+    return row_holdout_mask((shape[1], shape[0]), frac, exposure, seed, obs_t).T
+
+
+def l_mask(shape: tuple[int, int], row_frac: float = 0.2, col_frac: float = 0.2,
+           seed: Seed = None, observed: np.ndarray | None = None) -> np.ndarray:
+    """Hold out the block ``R_te x C_te`` (Sec. 3.7.1, row-column block or "L-mask").
+
+    Training is the L-shaped rest: test models are seen on training items and
+    test items on training models, so each test cell pairs a model and an item
+    that were both calibrated, but never together (compositional
+    generalisation). The chapter's listing trains on ``R_tr x C_tr`` only,
+    which leaves test models and items without any data; the L-shaped training
+    set is what makes the block predictable.
+    """
+    observed = _check(shape, observed, row_frac=row_frac, col_frac=col_frac)
+    rng = np.random.default_rng(seed)
+    rows = _pick(shape[0], row_frac, rng)
+    cols = _pick(shape[1], col_frac, rng)
+    return rows[:, None] & cols[None, :] & observed
+
+
+def held_out_rows(mask: np.ndarray) -> np.ndarray:
+    """Boolean vector of the rows with at least one held-out cell."""
+    return np.asarray(mask, dtype=bool).any(axis=1)
+
+
+def held_out_columns(mask: np.ndarray) -> np.ndarray:
+    """Boolean vector of the columns with at least one held-out cell."""
+    return np.asarray(mask, dtype=bool).any(axis=0)
+

@@ -1,0 +1,171 @@
+"""Fidelity metrics of a sparse fit (paper 000, Sec. 5, App. D.3).
+
+* Holdout RMSE between predicted and observed scores on the reserved cells;
+* Spearman rho and Kendall tau between the abilities ``theta`` of a sparse fit
+  and those of a reference (dense) fit;
+* ranking AUC: each agent's predictions averaged over items (one score per
+  agent), and the probability that a random "good" agent outscores a random
+  "problematic" one (ties count 1/2; the Mann-Whitney statistic).
+
+Example
+-------
+>>> import numpy as np
+>>> ranking_auc(np.array([0.9, 0.8, 0.1, 0.2]), np.array([True, True, False, False]))
+1.0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import kendalltau, rankdata, spearmanr
+
+from evalcert.data import ScoreMatrix
+from evalcert.errors import InputError
+from evalcert.results import ResultMixin, format_table
+
+__all__ = ["holdout_rmse", "ranking_auc", "partition_vector", "read_agent_labels",
+           "FidelityMetrics", "fidelity"]
+
+
+def holdout_rmse(predictions: np.ndarray, S: ScoreMatrix, holdout: np.ndarray) -> float:
+    """Root mean squared error of ``predictions`` on the observed held-out cells."""
+    holdout = np.asarray(holdout)
+    if holdout.shape != S.shape or holdout.dtype != bool:
+        raise InputError(f"holdout must be a boolean array of shape {S.shape}; "
+                         f"got {holdout.dtype} {holdout.shape}")
+    cells = holdout & S.observed
+    if not cells.any():
+        raise InputError("the holdout has no observed cell; nothing to score")
+    return float(np.sqrt(np.mean((np.asarray(predictions)[cells] - S.values[cells]) ** 2)))
+
+
+def ranking_auc(scores: np.ndarray, good: np.ndarray) -> float:
+    """AUC of ``scores`` for telling ``good`` (True) from problematic (False) agents.
+
+    ``AUC = (R_good - n_good (n_good + 1) / 2) / (n_good n_bad)`` with ``R_good``
+    the rank sum of the good agents (average ranks for ties).
+
+    Raises
+    ------
+    InputError
+        If the partition has only one class.
+    """
+    scores = np.asarray(scores, dtype=float)
+    good = np.asarray(good, dtype=bool)
+    n_good, n_bad = int(good.sum()), int((~good).sum())
+    if n_good == 0 or n_bad == 0:
+        raise InputError(f"the ranking AUC needs both classes; got {n_good} good and {n_bad} "
+                         "problematic agent(s): check the labels (good_faith 1/0)")
+    ranks = rankdata(scores)
+    return float((ranks[good].sum() - n_good * (n_good + 1) / 2) / (n_good * n_bad))
+
+
+def read_agent_labels(path: str | Path, agents: Sequence[str],
+                      domain: str | None = None) -> dict[str, bool]:
+    """Read a good/problematic partition from a CSV with columns ``agent, good_faith``.
+
+    ``good_faith`` is 1 (good: Faithful, Style) or 0 (problematic: Strategic,
+    Low Effort); blank rows (e.g. the Reference agent) are left out. A
+    ``domain`` column, when present, selects the rows of ``domain``; without
+    ``domain`` the one whose agent names equal ``agents`` is used (as in
+    ``derived/agent_labels.csv``).
+    """
+    frame = pd.read_csv(path)
+    missing = {"agent", "good_faith"} - set(frame.columns)
+    if missing:
+        raise InputError(f"{path} lacks column(s) {sorted(missing)}; need agent, good_faith")
+    if "domain" in frame.columns:
+        if domain is None:
+            hits = [name for name, g in frame.groupby("domain", sort=False)
+                    if tuple(g["agent"].astype(str)) == tuple(agents)]
+            if len(hits) != 1:
+                raise InputError(f"cannot tell which domain of {path} matches these agents "
+                                 f"(candidates {hits}); pass domain=")
+            domain = hits[0]
+        frame = frame[frame["domain"] == domain]
+    frame = frame.dropna(subset=["good_faith"])
+    unknown = sorted(set(frame["agent"].astype(str)) - set(agents))
+    if unknown:
+        raise InputError(f"labelled agents not in the score matrix: {unknown[:8]}")
+    return {str(a): bool(int(g)) for a, g in zip(frame["agent"], frame["good_faith"])}
+
+
+def partition_vector(agents: Sequence[str], labels: Mapping[str, bool]) -> np.ndarray:
+    """Float vector over ``agents``: 1.0 good, 0.0 problematic, NaN unlabelled."""
+    return np.array([float(labels[a]) if a in labels else np.nan for a in agents])
+
+
+@dataclasses.dataclass(frozen=True)
+class FidelityMetrics(ResultMixin):
+    """Holdout RMSE and ranking fidelity of one fit (App. D.3).
+
+    Attributes
+    ----------
+    rmse : float
+        Holdout RMSE.
+    spearman, kendall : float or None
+        Rank correlations of ``theta`` with the reference abilities.
+    auc : float or None
+        Ranking AUC of item-averaged predictions for the partition.
+    n_train, n_holdout : int
+        Training and scored held-out cells.
+    coverage : float
+        ``n_train / (K J)``.
+    """
+
+    rmse: float
+    spearman: float | None
+    kendall: float | None
+    auc: float | None
+    n_train: int
+    n_holdout: int
+    coverage: float
+
+    def summary(self) -> str:
+        rows = [(name, value) for name, value in (("holdout RMSE", self.rmse),
+                                                  ("Spearman rho", self.spearman),
+                                                  ("Kendall tau", self.kendall),
+                                                  ("ranking AUC", self.auc)) if value is not None]
+        head = (f"{self.n_train} training cells ({self.coverage:.1%} coverage), "
+                f"{self.n_holdout} held-out cells")
+        return head + "\n" + format_table(rows, ["metric", "value"])
+
+
+def fidelity(predictions: np.ndarray, theta: np.ndarray, S: ScoreMatrix, train: np.ndarray,
+             holdout: np.ndarray, reference_theta: np.ndarray | None = None,
+             partition: np.ndarray | None = None) -> FidelityMetrics:
+    """All fidelity metrics of one fit.
+
+    Parameters
+    ----------
+    predictions : ndarray, shape (K, J)
+        Predicted scores for every cell.
+    theta : ndarray, shape (K,)
+        Fitted abilities.
+    S : ScoreMatrix
+        All scores (training and holdout).
+    train, holdout : ndarray of bool, shape (K, J)
+        Training design and held-out cells.
+    reference_theta : ndarray, shape (K,), optional
+        Abilities of the dense fit, for Spearman and Kendall.
+    partition : ndarray, shape (K,), optional
+        1.0 good, 0.0 problematic, NaN unlabelled (:func:`partition_vector`).
+    """
+    rmse = holdout_rmse(predictions, S, holdout)
+    rho = tau = auc = None
+    if reference_theta is not None:
+        rho = float(spearmanr(theta, reference_theta).statistic)
+        tau = float(kendalltau(theta, reference_theta).statistic)
+    if partition is not None:
+        labelled = ~np.isnan(partition)
+        per_agent = np.asarray(predictions).mean(axis=1)
+        auc = ranking_auc(per_agent[labelled], partition[labelled] == 1.0)
+    K, J = S.shape
+    n_train = int(np.asarray(train).sum())
+    return FidelityMetrics(rmse, rho, tau, auc, n_train, int((holdout & S.observed).sum()),
+                           n_train / (K * J))

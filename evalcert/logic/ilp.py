@@ -1,0 +1,236 @@
+"""The M=1 axioms as integer linear programs in PuLP (paper 003, Sec. II-III, App. A).
+
+Variables, for an answer key that is either fixed or free:
+
+* ``Q_l`` -- answer-key label counts, on the simplex ``sum_l Q_l = Q`` (Eq. 2);
+* ``E^i[t][d]`` -- items of true label ``t`` that grader ``i`` labelled ``d`` (Eq. 1), with
+  row sums ``Q_t`` (Eq. 4/13), column sums the observed ``R_{d,i}`` (Eq. 12) and the R
+  per-label M=1 axioms (Eq. 9) written out as constraints (implied, kept as the paper
+  states them);
+* ``z_l`` in {0, 1} -- whether the key has items of label ``l`` (free key only), so that
+  empty labels make no demand.
+
+Specs, exact for a rational level ``x = p / s`` (strict ``>`` on integers):
+``s * E^i[l][l] >= p * Q_l + z_l`` per label, ``s * trace(E^i) >= p * Q + 1`` for grades.
+Objectives: the best achievable minimum label accuracy at a fixed key. HiGHS (highspy
+through PuLP) is the default solver, CBC the alternative; every result names the solver
+and its status, and exact values are recomputed from the integer solution.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from fractions import Fraction
+from typing import Any, Mapping, Sequence
+
+import pulp
+
+from evalcert.errors import BackendUnavailableError, InputError, SolverError
+from evalcert.logic.evaluations import m1_axiom_terms
+from evalcert.logic.qcomplex import qcomplex_bounds
+from evalcert.logic.summaries import LabelCounts, as_label_counts, as_threshold
+from evalcert.results import ResultMixin, format_table
+
+__all__ = ["SOLVERS", "IlpResult", "M1Model", "solve_model", "best_min_accuracy_ilp",
+           "consistent_ilp"]
+
+SOLVERS = {
+    "highs": lambda: pulp.HiGHS(msg=False, gapRel=0.0),
+    "cbc": lambda: pulp.PULP_CBC_CMD(msg=False, gapRel=0.0),
+}
+_PULP_NAMES = {"highs": "HiGHS", "cbc": "PULP_CBC_CMD"}
+
+
+@dataclasses.dataclass(frozen=True)
+class IlpResult(ResultMixin):
+    """Outcome of one ILP solve.
+
+    Attributes
+    ----------
+    solver : str
+        Backend that ran (``"highs"`` or ``"cbc"``).
+    status : str
+        PuLP status string (``"Optimal"``, ``"Infeasible"``, ...).
+    labels : tuple of str
+    feasible : bool
+    value : Fraction or None
+        Exact objective recomputed from the integer solution (min label accuracy).
+    key : tuple of int or None
+        The answer key of the solution.
+    correct : dict
+        ``{grader: (E[l][l] for each label)}`` of the solution.
+    seconds : float
+        Wall time of the solve call.
+    """
+
+    solver: str
+    status: str
+    labels: tuple[str, ...]
+    feasible: bool
+    value: Fraction | None
+    key: tuple[int, ...] | None
+    correct: dict[str, tuple[int, ...]]
+    seconds: float
+
+    def summary(self) -> str:
+        rows = [[g, *c] for g, c in self.correct.items()]
+        return (f"ILP ({self.solver}): {self.status}, feasible={self.feasible}, "
+                f"value={self.value}, key={self.key}, {self.seconds * 1e3:.1f} ms\n"
+                + (format_table(rows, ["grader", *[f"correct[{l}]" for l in self.labels]])
+                   if rows else ""))
+
+
+class M1Model:
+    """A PuLP model of the M=1 axioms for every grader; specs are added by the caller.
+
+    Parameters
+    ----------
+    counts : LabelCounts
+    key : sequence of int, optional
+        Fix the answer key; ``None`` leaves ``Q_l`` (and ``z_l``) as variables.
+    lower, upper : bounds on the free key.
+    """
+
+    def __init__(self, counts: LabelCounts, key: Sequence[int] | None = None,
+                 lower: Sequence[int] | None = None, upper: Sequence[int] | None = None,
+                 sense: int = pulp.LpMaximize):
+        self.counts = counts
+        n, r = counts.n_items, len(counts.labels)
+        self.prob = pulp.LpProblem("m1_axioms", sense)
+        if key is not None:
+            key = tuple(int(v) for v in key)
+            if len(key) != r or min(key) < 0 or sum(key) != n:
+                raise InputError(f"answer key {key} must have {r} entries >= 0 summing to Q={n}")
+            self.q: list[Any] = list(key)
+            self.z: list[Any] = [int(v > 0) for v in key]
+        else:
+            lo, hi = qcomplex_bounds(n, r, lower, upper)
+            self.q = [self.prob.add_variable(f"Q_{l}", lo[l], hi[l], cat="Integer") for l in range(r)]
+            self.z = [self.prob.add_variable(f"z_{l}", cat="Binary") for l in range(r)]
+            self.prob += pulp.lpSum(self.q) == n, "simplex"
+            for l in range(r):
+                self.prob += self.q[l] <= n * self.z[l], f"empty_{l}_hi"
+                self.prob += self.q[l] >= self.z[l], f"empty_{l}_lo"
+        self.e = [[[self.prob.add_variable(f"E_{i}_{t}_{d}", 0, None, cat="Integer")
+                    for d in range(r)] for t in range(r)] for i in range(len(counts.graders))]
+        for i, dec in enumerate(counts.counts):
+            e = self.e[i]
+            for t in range(r):
+                self.prob += pulp.lpSum(e[t]) == self.q[t], f"row_{i}_{t}"
+            for d in range(r):
+                self.prob += pulp.lpSum(e[t][d] for t in range(r)) == dec[d], f"col_{i}_{d}"
+            for l, expr in enumerate(m1_axiom_terms(e, self.q, dec)):
+                self.prob += expr == 0, f"axiom_{i}_{l}"
+
+    def diagonal(self, i: int) -> list[Any]:
+        """Correct-count variables ``E^i[l][l]`` of grader ``i``."""
+        return [self.e[i][l][l] for l in range(len(self.counts.labels))]
+
+    def add_label_spec(self, i: int, label: int, x: Fraction) -> None:
+        """Strict per-label spec ``E^i[l][l] > x * Q_l`` where ``Q_l > 0``."""
+        s, p = x.denominator, x.numerator
+        if isinstance(self.q[label], int) and self.q[label] == 0:
+            return
+        self.prob += s * self.e[i][label][label] >= p * self.q[label] + self.z[label], \
+            f"spec_{i}_{label}"
+
+    def add_grade_spec(self, i: int, x: Fraction) -> None:
+        """Strict overall-accuracy spec ``sum_l E^i[l][l] > x * Q`` (App. D grade)."""
+        self.prob += (x.denominator * pulp.lpSum(self.diagonal(i))
+                      >= x.numerator * self.counts.n_items + 1), f"grade_{i}"
+
+    def extract(self, solver: str, status: str, seconds: float) -> IlpResult:
+        """Read the integer solution back (exact ints) into an :class:`IlpResult`."""
+        labels = self.counts.labels
+        if status != "Optimal":
+            return IlpResult(solver, status, labels, False, None, None, {}, seconds)
+        key = tuple(int(round(pulp.value(v))) if not isinstance(v, int) else v for v in self.q)
+        correct = {g: tuple(int(round(v.value())) for v in self.diagonal(i))
+                   for i, g in enumerate(self.counts.graders)}
+        ratios = [Fraction(c[l], key[l]) for c in correct.values()
+                  for l in range(len(key)) if key[l] > 0]
+        return IlpResult(solver, status, labels, True, min(ratios), key, correct, seconds)
+
+
+def solve_model(model: M1Model, solver: str = "highs") -> IlpResult:
+    """Solve with ``"highs"`` (default) or ``"cbc"``; Infeasible is a result, not an error."""
+    if solver not in SOLVERS:
+        raise BackendUnavailableError(f"unknown ILP solver {solver!r}; use one of "
+                                      f"{sorted(SOLVERS)}")
+    backend = SOLVERS[solver]()
+    if not backend.available():
+        raise BackendUnavailableError(f"ILP solver {solver!r} ({_PULP_NAMES[solver]}) is not "
+                                      "installed; install highspy or use solver='cbc'")
+    start = time.perf_counter()
+    model.prob.solve(backend)
+    seconds = time.perf_counter() - start
+    status = pulp.LpStatus[model.prob.status]
+    if status not in ("Optimal", "Infeasible"):
+        raise SolverError(f"{solver} returned status {status!r} on an M=1 ILP",
+                          solver=solver, status=status)
+    return model.extract(solver, status, seconds)
+
+
+def best_min_accuracy_ilp(summaries: Any, key: Sequence[int], *,
+                          graders: Sequence[str] | None = None,
+                          solver: str = "highs") -> IlpResult:
+    """Best achievable minimum label accuracy of the chosen graders at answer key ``key``:
+    maximise ``t`` subject to ``E^i[l][l] >= t * Q_l`` for every non-empty label (Fig. 7)."""
+    counts = as_label_counts(summaries)
+    model = M1Model(counts, key=key)
+    chosen = _grader_indices(counts, graders)
+    t = model.prob.add_variable("t", 0, 1)
+    model.prob += t
+    for i in chosen:
+        for l, ql in enumerate(model.q):
+            if ql > 0:
+                model.prob += model.e[i][l][l] >= ql * t, f"level_{i}_{l}"
+    res = solve_model(model, solver)
+    if res.value is not None and len(chosen) < len(counts.graders):
+        keep = {counts.graders[i] for i in chosen}
+        value = min(Fraction(c[l], res.key[l]) for g, c in res.correct.items() if g in keep
+                    for l in range(len(res.key)) if res.key[l] > 0)
+        res = dataclasses.replace(res, value=value)
+    return res
+
+
+def _grader_indices(counts: LabelCounts, graders: Sequence[str] | None) -> list[int]:
+    if graders is None:
+        return list(range(len(counts.graders)))
+    unknown = [g for g in graders if g not in counts.graders]
+    if unknown:
+        raise InputError(f"unknown graders {unknown}; known: {list(counts.graders)}")
+    return [counts.graders.index(g) for g in graders]
+
+
+def consistent_ilp(summaries: Any, *, threshold: Any = None,
+                   label_thresholds: Mapping[str, Any] | None = None, grade: Any = None,
+                   key: Sequence[int] | None = None, lower: Sequence[int] | None = None,
+                   upper: Sequence[int] | None = None, solver: str = "highs") -> IlpResult:
+    """Is "every grader better than the spec" consistent with some answer key (or ``key``)?
+
+    Parameters
+    ----------
+    threshold : level x for every label (Eq. 11); the alarm fires iff infeasible.
+    label_thresholds : ``{label: x_l}`` per-label levels (Sec. III, last paragraph).
+    grade : level for overall accuracy ``trace / Q`` (App. D).
+    key : fix the answer key; default: any key within ``lower``/``upper``.
+    """
+    counts = as_label_counts(summaries)
+    model = M1Model(counts, key=key, lower=lower, upper=upper)
+    model.prob += pulp.lpSum([])
+    levels: dict[int, Fraction] = {}
+    if threshold is not None:
+        levels = {l: as_threshold(threshold) for l in range(len(counts.labels))}
+    for lab, x in (label_thresholds or {}).items():
+        if lab not in counts.labels:
+            raise InputError(f"label_thresholds names unknown label {lab!r}; labels are "
+                             f"{list(counts.labels)}")
+        levels[counts.labels.index(lab)] = as_threshold(x)
+    for i in range(len(counts.graders)):
+        for l, x in levels.items():
+            model.add_label_spec(i, l, x)
+        if grade is not None:
+            model.add_grade_spec(i, as_threshold(grade))
+    return solve_model(model, solver)

@@ -1,0 +1,364 @@
+"""Common estimator contract and result object of the IRT estimators.
+
+Every estimator follows one contract (scikit-learn style): hyper-parameters in
+``__init__``, data in ``fit(Y, mask=None)``; learned state ends in ``_``.
+A model is described by a *link* ``eta = link(R, C)`` from model (row)
+parameters ``R`` (n_models x p) and item (column) parameters ``C``
+(n_items x q) to logits, and a response *family* (Bernoulli, or Beta for
+Beta-IRT). Joint ML (Eq. 3.3) and MAP (Eq. 3.9, ridge ``lam = 1/sigma^2``,
+Sec. 3.6.1) then share one L-BFGS solve over the whole vectorised likelihood,
+and the two-stage holdout (Sec. 3.7.3) reuses it with one block frozen.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from evalcert.errors import ConvergenceError, InputError
+from evalcert.results import ResultMixin, format_table
+from evalcert.solvers.irt.data import ResponseData, validate_responses
+
+__all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs"]
+
+
+@dataclasses.dataclass(frozen=True)
+class IRTResult(ResultMixin):
+    """Outcome of one IRT fit: convergence, likelihood and every estimate.
+
+    ``loglik_kind`` says which likelihood ``loglik`` is (joint, conditional,
+    marginal, log-posterior): they are not comparable across methods.
+    """
+
+    model: str
+    method: str
+    converged: bool
+    n_iter: int
+    loglik: float
+    loglik_kind: str
+    n_models: int
+    n_items: int
+    n_observed: int
+    identification: str
+    seconds: float
+    model_names: tuple[str, ...]
+    item_names: tuple[str, ...]
+    excluded_models: tuple[str, ...] = ()
+    excluded_items: tuple[str, ...] = ()
+    parameters: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    standard_errors: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def summary(self) -> str:
+        head = [("model", self.model), ("method", self.method),
+                ("converged", self.converged), ("iterations", self.n_iter),
+                (f"loglik ({self.loglik_kind})", float(self.loglik)),
+                ("models x items", f"{self.n_models} x {self.n_items}"),
+                ("observed cells", self.n_observed),
+                ("excluded models/items",
+                 f"{len(self.excluded_models)}/{len(self.excluded_items)}"),
+                ("identification", self.identification), ("seconds", float(self.seconds))]
+        rows = []
+        for name, value in self.parameters.items():
+            v = np.asarray(value, dtype=float).ravel()
+            v = v[np.isfinite(v)]
+            if v.size:
+                rows.append((name, v.size, v.mean(), v.std(), v.min(), v.max()))
+        text = format_table(head, ["field", "value"]) + "\n\n" + format_table(
+            rows, ["parameter", "n", "mean", "sd", "min", "max"])
+        return text + "".join(f"\nnote: {n}" for n in self.notes)
+
+
+def lbfgs(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int,
+          what: str) -> tuple[np.ndarray, int]:
+    """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS (Sec. 3.2.5).
+
+    Raises :class:`ConvergenceError` when the iteration budget runs out or the
+    line search fails away from a stationary point.
+    """
+    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
+                   options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
+                            "ftol": 1e-14, "maxcor": 20})
+    grad = np.max(np.abs(res.jac)) if res.jac.size else 0.0
+    if res.status == 1 or (not res.success and grad > 1e3 * tol):
+        raise ConvergenceError(
+            f"{what}: L-BFGS stopped after {res.nit} iterations ({res.message}), "
+            f"max |gradient| {grad:.3g} > tol {tol:g}; raise max_iter or use a prior "
+            "(method='map')", solver="L-BFGS-B", status=str(res.message))
+    return res.x, int(res.nit)
+
+
+class Bernoulli:
+    """Binary responses: ``-loglik = sum obs * (softplus(eta) - y * eta)`` (Eq. 3.3)."""
+
+    n_glob = 0
+
+    def nll(self, eta: np.ndarray, y: np.ndarray, obs: np.ndarray,
+            g: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        val = float(np.sum(obs * (np.logaddexp(0.0, eta) - y * eta)))
+        return val, obs * (expit(eta) - y), np.zeros(0)
+
+    def curvature(self, eta: np.ndarray, obs: np.ndarray, g: np.ndarray) -> np.ndarray:
+        p = expit(eta)
+        return obs * p * (1 - p)
+
+    def mean(self, eta: np.ndarray, g: np.ndarray) -> np.ndarray:
+        return expit(eta)
+
+
+class IRTEstimator:
+    """Base class: validation, identification, result and the shared joint solve.
+
+    Subclasses set ``model_name``, ``methods``, ``row_shape``/``col_shape``
+    (parameters per model/item) and implement ``_link``, ``_link_grad``,
+    ``_link_sqgrad``, ``_publish`` and ``_identify``; they may override
+    ``_fit`` for methods that are not a joint solve.
+    """
+
+    model_name: ClassVar[str] = ""
+    methods: ClassVar[tuple[str, ...]] = ("jml", "map")
+    kind: ClassVar[str] = "binary"
+    family: ClassVar[Any] = Bernoulli()
+    col_prior_center: ClassVar[tuple[float, ...]] = (0.0,)
+
+    def __init__(self, method: str, *, lam: float, anchor_item: int | str | None,
+                 anchor_model: int | str | None, tol: float, max_iter: int, seed: int):
+        self.method = method
+        self.lam = lam
+        self.anchor_item = anchor_item
+        self.anchor_model = anchor_model
+        self.tol = tol
+        self.max_iter = max_iter
+        self.seed = seed
+
+    # -- hooks --------------------------------------------------------------------------
+    def _row_dim(self) -> int:
+        return 1
+
+    def _col_dim(self) -> int:
+        return 1
+
+    def _link(self, R: np.ndarray, C: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _link_grad(self, R: np.ndarray, C: np.ndarray,
+                   G: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _link_sqgrad(self, R: np.ndarray, C: np.ndarray,
+                     W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def _publish(self, R: np.ndarray, C: np.ndarray) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def _identify(self, R: np.ndarray, C: np.ndarray, data: ResponseData
+                  ) -> tuple[np.ndarray, np.ndarray, str]:
+        return R, C, "none"
+
+    # -- public API ---------------------------------------------------------------------
+    def fit(self, Y: Any, mask: np.ndarray | None = None) -> "IRTEstimator":
+        """Fit to ``Y`` (models x items; NaN = missing); ``mask`` True = held out."""
+        if self.method not in self.methods:
+            raise InputError(f"{type(self).__name__} supports method in {self.methods}, "
+                             f"got {self.method!r}")
+        if not self.lam >= 0:
+            raise InputError(f"lam must be >= 0, got {self.lam!r}")
+        data = validate_responses(Y, mask, kind=self.kind)
+        start = time.perf_counter()
+        out = self._fit(data)
+        R, C, ident = self._identify(out["R"], out["C"], data)
+        out.update(R=R, C=C, identification=ident)
+        self._finish(data, out, time.perf_counter() - start)
+        return self
+
+    def predict_proba(self) -> np.ndarray:
+        """Predicted probability (Beta-IRT: mean) of every cell, models x items.
+
+        Cells of excluded (all-0/all-1) models or items get their ML limit 0 or 1.
+        """
+        self._check_fitted()
+        P = self.family.mean(self._link(self.row_params_, self.col_params_), self.glob_params_)
+        for axis, limit in ((1, self._row_limit), (0, self._col_limit)):
+            lim = np.expand_dims(limit, axis)
+            P = np.where(np.isnan(lim), P, lim)
+        return P
+
+    def fit_models(self, Y_new: Any, mask: np.ndarray | None = None) -> "IRTEstimator":
+        """Place new models on the frozen item scale (stage 2 of Sec. 3.7.3.1).
+
+        Returns a copy whose models are the rows of ``Y_new``; item parameters
+        are those of this fit. Abilities are penalised by ``lam`` (or 1e-3 if
+        ``lam`` is 0) so a new model with all-correct exposed cells stays finite.
+        """
+        return self._fit_block(Y_new, mask, free="rows")
+
+    def fit_items(self, Y_new: Any, mask: np.ndarray | None = None) -> "IRTEstimator":
+        """Calibrate new items against the frozen models (stage 2 of Sec. 3.7.3.2)."""
+        return self._fit_block(Y_new, mask, free="cols")
+
+    def clone(self) -> "IRTEstimator":
+        """An unfitted copy with the same hyper-parameters."""
+        new = copy.copy(self)
+        for key in [k for k in vars(new) if k.endswith("_")]:
+            delattr(new, key)
+        return new
+
+    # -- machinery ----------------------------------------------------------------------
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "result_"):
+            raise InputError(f"this {type(self).__name__} is not fitted yet; call fit(Y) first")
+
+    def _fit(self, data: ResponseData) -> dict[str, Any]:
+        rng = np.random.default_rng(self.seed)
+        R0, C0, g0 = self._init_params(data.shape, rng)
+        return self._solve(data, R0, C0, g0, free=("rows", "cols", "glob"), lam=self.lam)
+
+    def _init_params(self, shape: tuple[int, int], rng: np.random.Generator
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        C0 = np.tile(np.asarray(self.col_prior_center, float), (shape[1], 1))
+        return np.zeros((shape[0], self._row_dim())), C0, np.zeros(self.family.n_glob)
+
+    def _solve(self, data: ResponseData, R: np.ndarray, C: np.ndarray, g: np.ndarray, *,
+               free: tuple[str, ...], lam: float) -> dict[str, Any]:
+        """Joint ML / MAP over the ``free`` blocks by one L-BFGS solve (Eq. 3.3, 3.9)."""
+        Y, obs = data.values, data.observed.astype(float)
+        center = np.asarray(self.col_prior_center, float)
+        blocks = {"rows": R, "cols": C, "glob": g}
+        sizes = [(k, blocks[k].shape) for k in ("rows", "cols", "glob") if k in free]
+
+        def unpack(x: np.ndarray) -> dict[str, np.ndarray]:
+            out, pos = dict(blocks), 0
+            for k, shp in sizes:
+                n = int(np.prod(shp))
+                out[k] = x[pos:pos + n].reshape(shp)
+                pos += n
+            return out
+
+        def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
+            b = unpack(x)
+            eta = self._link(b["rows"], b["cols"])
+            val, G, dg = self.family.nll(eta, Y, obs, b["glob"])
+            dR, dC = self._link_grad(b["rows"], b["cols"], G)
+            dev = b["cols"] - center
+            val += 0.5 * lam * (np.sum(b["rows"] ** 2) * ("rows" in free)
+                                + np.sum(dev ** 2) * ("cols" in free))
+            grads = {"rows": dR + lam * b["rows"], "cols": dC + lam * dev, "glob": dg}
+            return val, np.concatenate([grads[k].ravel() for k, _ in sizes])
+
+        x0 = np.concatenate([blocks[k].ravel() for k, _ in sizes])
+        x, n_iter = lbfgs(fun, x0, tol=self.tol, max_iter=self.max_iter,
+                          what=f"{self.model_name} {self.method}")
+        b = unpack(x)
+        eta = self._link(b["rows"], b["cols"])
+        loglik = -self.family.nll(eta, Y, obs, b["glob"])[0]
+        W = self.family.curvature(eta, obs, b["glob"])
+        hR, hC = self._link_sqgrad(b["rows"], b["cols"], W)
+        return {"R": b["rows"], "C": b["cols"], "g": b["glob"], "loglik": loglik,
+                "n_iter": n_iter, "se_R": 1 / np.sqrt(hR + lam), "se_C": 1 / np.sqrt(hC + lam),
+                "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)"}
+
+    def _fit_block(self, Y_new: Any, mask: np.ndarray | None, free: str) -> "IRTEstimator":
+        self._check_fitted()
+        data = validate_responses(Y_new, mask, kind=self.kind)
+        axis = 1 if free == "rows" else 0
+        fixed = self.col_params_ if free == "rows" else self.row_params_
+        if data.shape[axis] != fixed.shape[0]:
+            what = "items" if free == "rows" else "models"
+            raise InputError(f"new data has {data.shape[axis]} {what}, the fit has "
+                             f"{fixed.shape[0]}; columns/rows must match the fitted ones")
+        usable = ~np.isnan(fixed).any(axis=1)
+        data = dataclasses.replace(data, observed=data.observed & np.expand_dims(usable, 1 - axis))
+        start = time.perf_counter()
+        n_new = data.shape[1 - axis]
+        if free == "rows":
+            R = np.zeros((n_new, self.row_params_.shape[1]))
+            C = self.col_params_
+        else:
+            R = self.row_params_
+            C = np.tile(np.asarray(self.col_prior_center, float), (n_new, 1))
+        out = self._solve(data, np.nan_to_num(R), np.nan_to_num(C), self.glob_params_,
+                          free=(free,), lam=self.lam or 1e-3)
+        out.update(identification=f"{self.result_.identification} (frozen "
+                                  f"{'items' if free == 'rows' else 'models'})")
+        if free == "rows":
+            out.update(C=self.col_params_, se_C=self._se_C)
+        else:
+            out.update(R=self.row_params_, se_R=self._se_R)
+        new = copy.copy(self)
+        new._finish(data, out, time.perf_counter() - start, keep_frozen=free)
+        return new
+
+    def _finish(self, data: ResponseData, out: dict[str, Any], seconds: float,
+                keep_frozen: str | None = None) -> None:
+        n, m = data.shape
+        keep_r = out.get("keep_rows", np.ones(n, bool))
+        keep_c = out.get("keep_cols", np.ones(m, bool))
+        R = _scatter(out["R"], keep_r, n)
+        C = _scatter(out["C"], keep_c, m)
+        se_R = _scatter(out.get("se_R"), keep_r, n)
+        se_C = _scatter(out.get("se_C"), keep_c, m)
+        mean_r = np.divide((data.values * data.observed).sum(1), data.observed.sum(1))
+        mean_c = np.divide((data.values * data.observed).sum(0),
+                           np.maximum(data.observed.sum(0), 1))
+        if keep_frozen != "rows":
+            self._row_limit = np.where(keep_r, np.nan, mean_r)
+        if keep_frozen != "cols":
+            self._col_limit = np.where(keep_c, np.nan, mean_c)
+        self.row_params_, self.col_params_ = R, C
+        self.glob_params_ = np.asarray(out.get("g", np.zeros(0)))
+        self._se_R, self._se_C = se_R, se_C
+        params = self._publish(R, C)
+        ses = {k: v for k, v in self._publish(se_R, se_C).items()} if (
+            se_R is not None and se_C is not None) else {}
+        extra = out.get("extra", {})
+        for name, value in {**params, **extra}.items():
+            setattr(self, f"{name}_", value)
+        for name, value in ses.items():
+            setattr(self, f"{name}_se_", value)
+        self.model_names_, self.item_names_ = data.model_names, data.item_names
+        self.loglik_ = float(out["loglik"])
+        self.n_iter_ = int(out["n_iter"])
+        self.result_ = IRTResult(
+            model=self.model_name, method=self.method, converged=True, n_iter=self.n_iter_,
+            loglik=self.loglik_, loglik_kind=out["loglik_kind"], n_models=n, n_items=m,
+            n_observed=int(data.observed.sum()), identification=out["identification"],
+            seconds=seconds, model_names=data.model_names, item_names=data.item_names,
+            excluded_models=tuple(np.asarray(data.model_names, object)[~keep_r]),
+            excluded_items=tuple(np.asarray(data.item_names, object)[~keep_c]),
+            parameters={**params, **{k: v for k, v in extra.items() if np.ndim(v) <= 2}},
+            standard_errors=ses, notes=tuple(out.get("notes", ())))
+
+    def _anchor_index(self, data: ResponseData) -> tuple[str, int] | None:
+        """Resolve ``anchor_item``/``anchor_model`` (name or index) to ``(axis, index)``."""
+        if self.anchor_item is not None and self.anchor_model is not None:
+            raise InputError("give anchor_item or anchor_model, not both")
+        for axis, value, names in (("item", self.anchor_item, data.item_names),
+                                   ("model", self.anchor_model, data.model_names)):
+            if value is None:
+                continue
+            if isinstance(value, (int, np.integer)) and 0 <= value < len(names):
+                return axis, int(value)
+            if isinstance(value, str) and value in names:
+                return axis, names.index(value)
+            raise InputError(f"anchor_{axis} {value!r} is neither a {axis} name nor an index "
+                             f"in 0..{len(names) - 1}")
+        return None
+
+
+def _scatter(values: np.ndarray | None, keep: np.ndarray, n: int) -> np.ndarray | None:
+    """Put the rows of ``values`` (fitted on ``keep``) back into ``n`` rows, NaN elsewhere."""
+    if values is None:
+        return None
+    values = np.asarray(values, dtype=float)
+    if values.shape[0] == n:
+        return values
+    full = np.full((n,) + values.shape[1:], np.nan)
+    full[keep] = values
+    return full

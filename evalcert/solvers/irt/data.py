@@ -1,0 +1,166 @@
+"""Validation of response matrices for the IRT estimators (done once, up front).
+
+A response matrix is models x items: ``0``/``1`` (binary IRT) or values in
+``[0, 1]`` (Beta-IRT), ``NaN`` = missing. A numpy array or a pandas DataFrame
+(whose index and columns become model and item names) is accepted. A ``mask``
+(boolean, ``True`` = held out, as returned by :mod:`evalcert.diagnostics.masks`)
+hides cells from the fit without touching the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from typing import Any, Literal
+
+import numpy as np
+
+from evalcert.errors import InputError
+
+__all__ = ["ResponseData", "ExtremeResponseWarning", "validate_responses", "extreme_lines"]
+
+
+class ExtremeResponseWarning(UserWarning):
+    """Rows or columns are all 0 or all 1: their ML estimates are infinite."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ResponseData:
+    """A validated response matrix.
+
+    Attributes
+    ----------
+    values : ndarray of float, shape (n_models, n_items)
+        Responses; cells that are missing or held out hold ``0.0``.
+    observed : ndarray of bool
+        ``True`` where the cell is present and not held out.
+    model_names, item_names : tuple of str
+    """
+
+    values: np.ndarray
+    observed: np.ndarray
+    model_names: tuple[str, ...]
+    item_names: tuple[str, ...]
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.values.shape  # type: ignore[return-value]
+
+    def take(self, rows: np.ndarray | slice = slice(None),
+             cols: np.ndarray | slice = slice(None)) -> "ResponseData":
+        """Sub-matrix with the given rows and columns (boolean or integer index)."""
+        names_m = np.asarray(self.model_names, dtype=object)[rows]
+        names_i = np.asarray(self.item_names, dtype=object)[cols]
+        return ResponseData(self.values[rows][:, cols], self.observed[rows][:, cols],
+                            tuple(names_m), tuple(names_i))
+
+
+def _names(labels: Any, n: int, prefix: str) -> tuple[str, ...]:
+    return tuple(str(v) for v in labels) if labels is not None else tuple(
+        f"{prefix}{k}" for k in range(n))
+
+
+def _listing(names: tuple[str, ...], idx: np.ndarray, limit: int = 8) -> str:
+    shown = ", ".join(repr(names[k]) for k in idx[:limit])
+    return shown + (f" and {len(idx) - limit} more" if len(idx) > limit else "")
+
+
+def validate_responses(Y: Any, mask: Any = None, *,
+                       kind: Literal["binary", "unit"] = "binary",
+                       allow_empty_items: bool = False) -> ResponseData:
+    """Check a response matrix and return it as :class:`ResponseData`.
+
+    Parameters
+    ----------
+    Y : array-like or pandas.DataFrame, shape (n_models, n_items)
+        ``kind="binary"``: values in {0, 1}; ``kind="unit"``: values in [0, 1].
+        ``NaN`` marks a missing cell.
+    mask : array of bool, same shape, optional
+        ``True`` = held out (ignored by the fit).
+    allow_empty_items : bool
+        Accept items with no observed cell (JE-IRT can place them from their
+        embedding alone).
+
+    Raises
+    ------
+    InputError
+        Not 2-D, non-numeric, values outside the allowed set (offending cells
+        named), a mask of the wrong shape or dtype, or models (items) with no
+        observed cell.
+    """
+    model_labels = item_labels = None
+    if hasattr(Y, "columns") and hasattr(Y, "index"):
+        model_labels, item_labels = list(Y.index), list(Y.columns)
+        Y = Y.to_numpy()
+    try:
+        values = np.array(Y, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"responses must be numeric (0/1, NaN = missing): {exc}") from None
+    if values.ndim != 2 or 0 in values.shape:
+        raise InputError(f"responses must be a non-empty 2-D models x items matrix, got shape "
+                         f"{values.shape}")
+    models = _names(model_labels, values.shape[0], "model")
+    items = _names(item_labels, values.shape[1], "item")
+    present = ~np.isnan(values)
+    if np.isinf(values).any():
+        raise InputError("responses contain infinities; use NaN for missing cells")
+    bad = present & ((values != 0) & (values != 1) if kind == "binary"
+                     else (values < 0) | (values > 1))
+    if bad.any():
+        cells = np.argwhere(bad)[:5]
+        shown = ", ".join(f"({models[i]!r}, {items[j]!r})={values[i, j]:g}" for i, j in cells)
+        allowed = "{0, 1}" if kind == "binary" else "[0, 1]"
+        raise InputError(f"{int(bad.sum())} responses lie outside {allowed}, e.g. {shown}; "
+                         + ("threshold continuous scores or use BetaIRT" if kind == "binary"
+                            else "rescale the scores into [0, 1]"))
+    if mask is not None:
+        mask = np.asarray(mask)
+        if mask.shape != values.shape or mask.dtype != bool:
+            raise InputError(f"mask must be a boolean array of shape {values.shape} (True = "
+                             f"held out), got {mask.dtype} {mask.shape}")
+        present = present & ~mask
+    for axis, names, what in ((1, models, "models"), (0, items, "items")):
+        if what == "items" and allow_empty_items:
+            continue
+        empty = np.flatnonzero(~present.any(axis=axis))
+        if empty.size:
+            raise InputError(f"{empty.size} {what} have no observed (non-NaN, not held-out) "
+                             f"response: {_listing(names, empty)}; drop them before fitting")
+    return ResponseData(np.where(present, values, 0.0), present, models, items)
+
+
+def extreme_lines(data: ResponseData, *, warn: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Find models and items whose observed responses are all 0 or all 1.
+
+    Removing an extreme item can make a model extreme and vice versa, so the
+    search repeats until nothing changes (JML and CML need finite estimates
+    for every parameter they keep, Sec. 3.5.3).
+
+    Returns
+    -------
+    keep_rows, keep_cols : ndarray of bool
+    """
+    keep_r = np.ones(data.shape[0], dtype=bool)
+    keep_c = np.ones(data.shape[1], dtype=bool)
+    while True:
+        obs = data.observed & keep_r[:, None] & keep_c[None, :]
+        ones = (data.values * obs)
+        n_r, s_r = obs.sum(1), ones.sum(1)
+        n_c, s_c = obs.sum(0), ones.sum(0)
+        new_r = keep_r & (s_r > 0) & (s_r < n_r)
+        new_c = keep_c & (s_c > 0) & (s_c < n_c)
+        if (new_r == keep_r).all() and (new_c == keep_c).all():
+            break
+        keep_r, keep_c = new_r, new_c
+    if warn and (not keep_r.all() or not keep_c.all()):
+        warnings.warn(
+            f"excluded {int((~keep_r).sum())} models "
+            f"({_listing(data.model_names, np.flatnonzero(~keep_r))}) and "
+            f"{int((~keep_c).sum())} items "
+            f"({_listing(data.item_names, np.flatnonzero(~keep_c))}) whose responses are "
+            "all 0 or all 1: their ML estimates are infinite (use method='map' or 'mml' "
+            "to keep them)", ExtremeResponseWarning, stacklevel=3)
+    if not keep_r.any() or not keep_c.any():
+        raise InputError("every model or every item has all-0 or all-1 responses; no finite "
+                         "ML estimate exists (use method='map')")
+    return keep_r, keep_c
