@@ -133,6 +133,8 @@ class ScoreMatrix:
             raise InputError(f"{len(self.agents)} agent names and {len(self.items)} item names "
                              f"for a {K} x {J} matrix")
         for kind, names in (("agent", self.agents), ("item", self.items)):
+            if len(set(names)) == len(names):
+                continue
             dup = pd.Index(names)[pd.Index(names).duplicated()].unique().tolist()
             if dup:
                 raise InputError(f"duplicate {kind} names: {_list_names(dup)}; names must be unique")
@@ -307,10 +309,14 @@ class ScoreMatrix:
                              "item": np.asarray(self.items, dtype=object)[c], "score": s})
 
     # ------------------------------------------------------------ connectivity
-    def connectivity(self) -> ConnectivityReport:
-        """Components and degrees of the bipartite observation graph."""
+    def connectivity(self, mask: np.ndarray | None = None) -> ConnectivityReport:
+        """Components and degrees of the bipartite observation graph.
+
+        ``mask`` (boolean, K x J) restricts the graph to a subset of the
+        observed cells, e.g. the cells with positive bootstrap weight.
+        """
+        obs = self.observed if mask is None else np.asarray(mask, dtype=bool) & self.observed
         K, J = self.shape
-        obs = self.observed
         rows, cols = np.nonzero(obs)
         n = K + J
         graph = sp.coo_matrix((np.ones(len(rows)), (rows, K + cols)), shape=(n, n))
@@ -329,10 +335,11 @@ class ScoreMatrix:
             min_agent_degree=int(agent_deg.min()), min_item_degree=int(item_deg.min()),
             agent_degrees=agent_deg, item_degrees=item_deg)
 
-    def require_connected(self) -> ConnectivityReport:
+    def require_connected(self, mask: np.ndarray | None = None) -> ConnectivityReport:
         """Return the connectivity report; raise :class:`ConnectivityError` if
-        the design has more than one component."""
-        report = self.connectivity()
+        the design (restricted to ``mask`` if given) has more than one
+        component or leaves an agent or item with no cell."""
+        report = self.connectivity(mask)
         if not report.is_connected:
             small = [k for k in range(len(self.agents)) if report.agent_component[k] != 0]
             raise ConnectivityError(

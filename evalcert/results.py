@@ -132,7 +132,9 @@ def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     """
     def cell(v: Any) -> str:
         if isinstance(v, (float, np.floating)):
-            return f"{v:.4f}" if math.isfinite(v) else "nan"
+            if not math.isfinite(v):
+                return "nan"
+            return f"{v:.4f}" if v == 0 or 1e-3 <= abs(v) < 1e6 else f"{v:.3e}"
         return str(v)
 
     text = [[cell(v) for v in row] for row in rows]

@@ -1,0 +1,39 @@
+"""Benchmark evalcert's solver backends on evalcert's own problem families.
+
+``bench()`` makes the problems, runs every (problem, backend, profile) through
+joblib, certifies every answer itself, and writes a CSV, a Markdown report and
+PNG performance profiles (``evalcert bench`` on the command line).
+
+Example
+-------
+>>> from evalcert.benchmarking import clipped_linear_family, run_benchmark, select_backends
+>>> result = run_benchmark(clipped_linear_family([(4, 6)], seeds=[0])[:1],
+...                        select_backends(["native"]), ["default"], n_jobs=1,
+...                        memory=False, progress=False)
+>>> result.records[0].success
+True
+"""
+
+# OSQP must be loaded before PuLP: PuLP 3.3 loads highspy's extension with
+# RTLD_GLOBAL at import, and an OSQP extension loaded after it segfaults in
+# setup (seen with osqp 1.1.3, highspy 1.15.1, PuLP 3.3.2). Importing it here
+# protects every joblib worker, which imports this package before any task runs.
+import osqp  # noqa: F401  (isort: skip)
+
+from evalcert.benchmarking.backends import (Attempt, Backend, default_backends,
+                                            select_backends)
+from evalcert.benchmarking.families import (FAMILIES, IlpProblem, QPProblem,
+                                            bootstrap_family, clipped_linear_family,
+                                            ilp_family, make_problems, real_family)
+from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, RunRecord,
+                                           performance_profiles, shifted_geometric_mean,
+                                           summarise)
+from evalcert.benchmarking.report import write_report
+from evalcert.benchmarking.runner import PROFILES, BenchmarkResult, Profile, bench, run_benchmark
+
+__all__ = ["Attempt", "Backend", "default_backends", "select_backends", "FAMILIES",
+           "IlpProblem", "QPProblem", "bootstrap_family", "clipped_linear_family",
+           "ilp_family", "make_problems", "real_family", "BackendSummary",
+           "PerformanceProfile", "RunRecord", "performance_profiles",
+           "shifted_geometric_mean", "summarise", "write_report", "PROFILES",
+           "BenchmarkResult", "Profile", "bench", "run_benchmark"]

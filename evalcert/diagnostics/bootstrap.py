@@ -3,7 +3,9 @@
 For ``b = 1..B``: resample the ``n`` training cells with replacement (cell
 multiplicities ``w ~ Multinomial(n, 1/n)``), refit the model with
 ``sample_weight=w``, evaluate on the original, never resampled, holdout and
-record every fidelity metric. The CIs are the ``(1 - confidence)/2`` and
+record every fidelity metric. A resample that leaves an agent or item without
+cells, or splits the design, is drawn again (and counted): its parameters
+would not be identified. The CIs are the ``(1 - confidence)/2`` and
 ``(1 + confidence)/2`` percentiles of the replicates. Refits inside one task
 reuse one model object, so a ``ClippedLinear`` keeps its compiled (DPP)
 problem; tasks of ``chunk_size`` replicates run through
@@ -27,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from typing import Any
@@ -34,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from evalcert.data import ScoreMatrix
-from evalcert.diagnostics.connectivity import check_mask
+from evalcert.errors import InputError
+from evalcert.diagnostics.connectivity import check_mask, components
 from evalcert.diagnostics.metrics import FidelityMetrics, fidelity
 from evalcert.parallel import Backend, parallel_map
 from evalcert.results import ResultMixin, format_table
@@ -42,6 +46,7 @@ from evalcert.results import ResultMixin, format_table
 __all__ = ["METRICS", "BootstrapResult", "bootstrap_fidelity"]
 
 METRICS = ("rmse", "spearman", "kendall", "auc")
+_MAX_REDRAWS = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +61,9 @@ class BootstrapResult(ResultMixin):
         ``(lower, upper)`` per available metric.
     n_boot, seed : int
     confidence : float
+    n_redrawn : int
+        Resamples drawn again because they left an agent or item without cells
+        or split the design (the bootstrap is conditional on a connected design).
     replicates : dict of str to ndarray
         Per-replicate values; not in ``to_dict``.
     """
@@ -65,13 +73,14 @@ class BootstrapResult(ResultMixin):
     n_boot: int
     seed: int
     confidence: float
+    n_redrawn: int
     replicates: dict[str, np.ndarray] = dataclasses.field(repr=False)
 
     def summary(self) -> str:
         rows = [(m, getattr(self.estimate, m), lo, hi) for m, (lo, hi) in self.intervals.items()]
         pct = f"{self.confidence:.0%}"
-        return (f"Bootstrap of training cells: {self.n_boot} refits, seed {self.seed}, "
-                f"{pct} percentile intervals\n"
+        return (f"Bootstrap of training cells: {self.n_boot} refits ({self.n_redrawn} redrawn), "
+                f"seed {self.seed}, {pct} percentile intervals\n"
                 + format_table(rows, ["metric", "estimate", f"{pct} lower", f"{pct} upper"]))
 
 
@@ -86,14 +95,21 @@ def _replicates(seeds: list[np.random.SeedSequence], model: Any, S: ScoreMatrix,
     """Refit ``model`` once per seed on multinomially resampled training cells."""
     S_train = S.restrict(train)
     cells = np.flatnonzero(train)
+    uniform = np.full(len(cells), 1 / len(cells))
     out = []
     for child in seeds:
-        counts = np.random.default_rng(child).multinomial(len(cells), np.full(len(cells),
-                                                                              1 / len(cells)))
+        rng = np.random.default_rng(child)
         weight = np.zeros(S.shape)
-        weight.flat[cells] = counts
+        for redraws in range(_MAX_REDRAWS):
+            weight.flat[cells] = rng.multinomial(len(cells), uniform)
+            rows, cols = components(weight > 0)
+            if max(rows.max(), cols.max()) == 0:
+                break
+        else:
+            raise InputError(f"{_MAX_REDRAWS} resamples in a row left an agent or item without "
+                             "cells or split the design; use a denser (d-core >= 3) design")
         model.fit(S_train, sample_weight=weight)
-        out.append(_metrics(model, S, train, holdout, reference_theta, partition))
+        out.append((_metrics(model, S, train, holdout, reference_theta, partition), redraws))
     return out
 
 
@@ -125,19 +141,24 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
     chunk_size : int
         Replicates per parallel task (one model copy each).
     backend, n_jobs, progress
-        See :func:`evalcert.parallel.parallel_map`; ``n_jobs=1`` refits the
-        given model object in this process.
+        See :func:`evalcert.parallel.parallel_map`. With ``loky`` and
+        ``n_jobs=1`` every refit reuses the given model object in this process;
+        otherwise each task gets a copy of the model taken before any fit
+        (fitted solvers may hold factorisations that cannot be pickled).
     """
     train = check_mask(train, "train", S.shape)
     holdout = check_mask(holdout, "holdout", S.shape)
+    in_process = backend == "loky" and n_jobs == 1
+    worker_model = model if in_process else copy.deepcopy(model)
     model.fit(S.restrict(train))
     estimate = _metrics(model, S, train, holdout, reference_theta, partition)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
     chunks = [seeds[k:k + chunk_size] for k in range(0, n_boot, chunk_size)]
-    task = functools.partial(_replicates, model=model, S=S, train=train, holdout=holdout,
+    task = functools.partial(_replicates, model=worker_model, S=S, train=train, holdout=holdout,
                              reference_theta=reference_theta, partition=partition)
-    runs = [m for chunk in parallel_map(task, chunks, backend=backend, n_jobs=n_jobs,
-                                        progress=progress, desc="bootstrap") for m in chunk]
+    done = [r for chunk in parallel_map(task, chunks, backend=backend, n_jobs=n_jobs,
+                                        progress=progress, desc="bootstrap") for r in chunk]
+    runs = [m for m, _ in done]
     alpha = (1.0 - confidence) / 2.0
     replicates, intervals = {}, {}
     for name in METRICS:
@@ -148,4 +169,4 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
         lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
         intervals[name] = (float(lo), float(hi))
     return BootstrapResult(estimate, intervals, int(n_boot), int(seed), float(confidence),
-                           replicates)
+                           sum(r for _, r in done), replicates)

@@ -38,7 +38,7 @@ from evalcert.logic.summaries import Decisions, LabelCounts, as_label_counts, as
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["MinMaxCurve", "AlarmResult", "best_correct", "key_value", "alarm_threshold",
-           "attaining_keys", "minmax_curve", "alarm"]
+           "attaining_keys", "binding_pairs", "minmax_curve", "alarm"]
 
 
 def best_correct(counts: LabelCounts, key: Sequence[int]) -> np.ndarray:

@@ -216,6 +216,15 @@ class ClippedLinear:
         self.require_connected = require_connected
         self._program = None
         self._last: tuple[str, np.ndarray, np.ndarray] | None = None
+        self._structure: tuple[tuple, Any, dict] | None = None
+        self._connected_key: bytes | None = None
+
+    def __getstate__(self) -> dict:
+        # Solver caches (a compiled CVXPY problem, SuperLU factorisations) are
+        # neither picklable nor worth shipping: a copy refits from scratch.
+        state = self.__dict__.copy()
+        state.update(_program=None, _structure=None, _last=None, _connected_key=None)
+        return state
 
     def _check_params(self) -> None:
         if not (isinstance(self.lam, (int, float)) and np.isfinite(self.lam) and self.lam >= 0):
@@ -247,14 +256,15 @@ class ClippedLinear:
         used = np.zeros(S.shape, dtype=bool)
         used[S.observed] = weights > 0
         if self.require_connected:
-            S.restrict(used).require_connected()
+            key = np.packbits(used).tobytes()
+            if key != self._connected_key:
+                S.require_connected(used)
+                self._connected_key = key
         sw = Stopwatch()
         settings = SolveSettings(tolerance=self.tolerance or Tolerance(), time_limit=self.time_limit,
                                  options=dict(self.solver_options or {}))
         with sw("build"):
-            design = Design.from_mask(S.observed)
-            scores = S.cells()[2]
-            qp = build_qp(design, scores, weights, float(self.lam), self.box)
+            qp, design, scores = self._build(S, weights)
         raw = self._solve(design, qp, scores, weights, sample_weight is not None, settings, sw)
         if not raw.ok or raw.x is None or raw.y is None:
             raise SolverError(f"solver {self.solver!r} did not solve the clipped-linear fit: status "
@@ -283,6 +293,24 @@ class ClippedLinear:
             n_clipped=int((np.abs(pred) > 1).sum()) if self.box == "none" else 0)
         return self
 
+    def _build(self, S: ScoreMatrix, weights: np.ndarray):
+        """The QP of this fit; on a refit with the same design, weights and
+        ``lam`` only ``q`` and ``r`` are recomputed (``P`` and ``A`` are kept,
+        and so are the native solver's factorisations)."""
+        rows, cols, scores = S.cells()
+        key = (S.shape, rows.tobytes(), cols.tobytes(), weights.tobytes(), float(self.lam),
+               self.box)
+        if self._structure is not None and self._structure[0] == key:
+            _, (design, qp), _ = self._structure
+            qp = dataclasses.replace(qp, q=np.r_[-2.0 * (design.D.T @ (weights * scores)),
+                                                 np.zeros(qp.n - design.K - design.J)],
+                                     r=float(np.sum(weights * scores ** 2)))
+        else:
+            design = Design.from_cells(S.shape[0], S.shape[1], rows, cols)
+            qp = build_qp(design, scores, weights, float(self.lam), self.box)
+            self._structure = (key, (design, qp), {})
+        return qp, design, scores
+
     def _solve(self, design, qp, scores, weights, weighted, settings, sw):
         warm = (self._last is not None and self._last[0] == design.key
                 and len(self._last[1]) == qp.n and settings.warm_start)
@@ -303,11 +331,17 @@ class ClippedLinear:
             from evalcert.solvers.backends import native as backend
         else:
             from evalcert.solvers.backends import osqp_direct as backend
-        if x0 is None and self.solver == "native":
-            x0 = initial_point(design, np.zeros(design.K), np.zeros(design.J), self.box)
         if self.solver == "native":
-            raw = backend.solve(qp, settings, x0=x0, y0=y0,
-                                complete=partial(centre_free_aux, design, self.box))
+            cold = initial_point(design, np.zeros(design.K), np.zeros(design.J), self.box)
+            solve = partial(backend.solve, qp, settings,
+                            complete=partial(centre_free_aux, design, self.box),
+                            cache=self._structure[2])
+            raw = solve(x0=cold if x0 is None else x0, y0=y0)
+            if raw.status == "cycling" and x0 is not None:
+                # The active-set method can cycle from a warm start far from the
+                # new optimum (seen on ~1% of bootstrap refits); its cold start,
+                # the unconstrained ridge fit, is the documented second try.
+                raw = solve(x0=cold, y0=None)
         else:
             raw = backend.solve(qp, settings, x0=x0, y0=y0)
         sw.seconds["compile"] = raw.setup_time

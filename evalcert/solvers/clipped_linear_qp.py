@@ -63,8 +63,15 @@ class Design:
 
     @classmethod
     def from_mask(cls, mask: np.ndarray) -> "Design":
-        K, J = mask.shape
+        """The design of the True cells of a boolean K x J mask."""
         rows, cols = np.nonzero(mask)
+        return cls.from_cells(mask.shape[0], mask.shape[1], rows, cols)
+
+    @classmethod
+    def from_cells(cls, K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> "Design":
+        """The design of cells ``(rows[k], cols[k])`` (row-major order, no repeats)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
         n = len(rows)
         D = sp.csr_matrix((np.r_[np.ones(n), -np.ones(n)],
                            (np.r_[np.arange(n), np.arange(n)], np.r_[rows, K + cols])),

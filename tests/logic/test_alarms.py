@@ -40,9 +40,7 @@ def test_paper_46_percent_does_not_follow():
 
 
 def instances(max_q=12):
-    def build(args):
-        n, r, graders = args
-        return n, r, graders
+    """(Q, per-grader cut points): N <= 3 graders, R <= 4 labels, Q <= max_q."""
     return st.tuples(st.integers(1, max_q), st.integers(2, 4), st.integers(1, 3)).flatmap(
         lambda t: st.tuples(st.just(t[0]), st.lists(
             st.lists(st.integers(0, t[0]), min_size=t[1] - 1, max_size=t[1] - 1),

@@ -13,6 +13,7 @@ solver (ECOS, say) is left out, not fatal; asking for it raises
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 
 from evalcert.errors import BackendUnavailableError
@@ -30,6 +31,7 @@ CVXPY_SOLVERS = {"osqp": ("OSQP", "osqp"), "clarabel": ("CLARABEL", "clarabel"),
 DIRECT_BACKENDS = {"native": "scipy", "osqp-direct": "osqp"}
 
 
+@functools.lru_cache(maxsize=None)
 def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 

@@ -32,14 +32,26 @@ NAME = "native"
 
 
 def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
-               y_act: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Solve ``[P A'; A 0][x; y] = [-q; b]`` on the active rows, regularised."""
-    A_act = qp.A[active]
-    n, m = qp.n, A_act.shape[0]
-    delta = 1e-9 * max(1.0, float(np.abs(qp.P.diagonal()).max()) if n else 1.0)
-    K0 = sp.bmat([[qp.P, A_act.T], [A_act, None]], format="csc")
-    reg = sp.diags(np.r_[np.full(n, delta), np.full(m, -delta)], format="csc")
-    lu = spla.splu((K0 + reg).tocsc(), permc_spec="COLAMD")
+               y_act: np.ndarray, cache: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``[P A'; A 0][x; y] = [-q; b]`` on the active rows, regularised.
+
+    ``cache`` maps an active set to its factorisation; it is valid only while
+    ``P`` and ``A`` stay the same (refits change ``q`` and the bounds only).
+    """
+    key = np.packbits(active).tobytes()
+    if cache is not None and key in cache:
+        K0, lu = cache[key]
+    else:
+        A_act = qp.A[active]
+        n, m = qp.n, A_act.shape[0]
+        delta = 1e-9 * max(1.0, float(np.abs(qp.P.diagonal()).max()) if n else 1.0)
+        K0 = sp.bmat([[qp.P, A_act.T], [A_act, None]], format="csc")
+        reg = sp.diags(np.r_[np.full(n, delta), np.full(m, -delta)], format="csc")
+        lu = spla.splu((K0 + reg).tocsc(), permc_spec="COLAMD")
+        if cache is not None:
+            if len(cache) >= 8:  # refits revisit few active sets; bound the memory
+                cache.clear()
+            cache[key] = (K0, lu)
     rhs = np.r_[-qp.q, rhs_bounds]
     z = np.r_[x, y_act]
     norm = max(1.0, float(np.abs(rhs).max()))
@@ -48,12 +60,13 @@ def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
         if float(np.abs(resid).max()) <= 1e-13 * norm:
             break
         z = z + lu.solve(resid)
-    return z[:n], z[n:]
+    return z[:qp.n], z[qp.n:]
 
 
 def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | None = None,
           y0: np.ndarray | None = None,
-          complete: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None) -> RawSolution:
+          complete: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+          cache: dict | None = None) -> RawSolution:
     """Solve ``qp`` by the primal-dual active-set method.
 
     Parameters
@@ -97,7 +110,7 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
         previous = key
         active = eq | upper | lower
         bounds = np.where(upper, qp.u, qp.l)[active]
-        x, y_act = _kkt_solve(qp, active, bounds, x, y[active])
+        x, y_act = _kkt_solve(qp, active, bounds, x, y[active], cache)
         y = np.zeros(qp.m)
         y[active] = y_act
         if complete is not None:

@@ -32,7 +32,7 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
     if x0 is not None and settings.warm_start:
         solver.warm_start(x=x0, y=np.zeros(qp.m) if y0 is None else y0)
     setup = time.perf_counter() - start
-    res = solver.solve()
+    res = solver.solve(raise_error=False)
     status = str(res.info.status)
     ok = status in ("solved",)
     x = None if res.x is None or np.any(np.isnan(res.x)) else np.asarray(res.x, dtype=float)

@@ -162,6 +162,10 @@ class IRTEstimator:
                   ) -> tuple[np.ndarray, np.ndarray, str]:
         return R, C, "none"
 
+    def _stage2_lam(self) -> float:
+        """Prior precision of the free block in a two-stage fit."""
+        return self.lam if self.method == "map" else 1e-3
+
     # -- public API ---------------------------------------------------------------------
     def fit(self, Y: Any, mask: np.ndarray | None = None) -> "IRTEstimator":
         """Fit to ``Y`` (models x items; NaN = missing); ``mask`` True = held out."""
@@ -194,8 +198,9 @@ class IRTEstimator:
         """Place new models on the frozen item scale (stage 2 of Sec. 3.7.3.1).
 
         Returns a copy whose models are the rows of ``Y_new``; item parameters
-        are those of this fit. Abilities are penalised by ``lam`` (or 1e-3 if
-        ``lam`` is 0) so a new model with all-correct exposed cells stays finite.
+        are those of this fit. Abilities are penalised by the fit's prior (1e-3 if
+        the method has no prior) so a new model with all-correct exposed cells
+        stays finite.
         """
         return self._fit_block(Y_new, mask, free="rows")
 
@@ -284,7 +289,7 @@ class IRTEstimator:
             R = self.row_params_
             C = np.tile(np.asarray(self.col_prior_center, float), (n_new, 1))
         out = self._solve(data, np.nan_to_num(R), np.nan_to_num(C), self.glob_params_,
-                          free=(free,), lam=self.lam or 1e-3)
+                          free=(free,), lam=self._stage2_lam())
         out.update(identification=f"{self.result_.identification} (frozen "
                                   f"{'items' if free == 'rows' else 'models'})")
         if free == "rows":
@@ -332,7 +337,8 @@ class IRTEstimator:
             seconds=seconds, model_names=data.model_names, item_names=data.item_names,
             excluded_models=tuple(np.asarray(data.model_names, object)[~keep_r]),
             excluded_items=tuple(np.asarray(data.item_names, object)[~keep_c]),
-            parameters={**params, **{k: v for k, v in extra.items() if np.ndim(v) <= 2}},
+            parameters={**params, **{k: v for k, v in extra.items()
+                                     if isinstance(v, (float, np.ndarray))}},
             standard_errors=ses, notes=tuple(out.get("notes", ())))
 
     def _anchor_index(self, data: ResponseData) -> tuple[str, int] | None:

@@ -1,0 +1,275 @@
+"""Problem families of the solver benchmark, each generated from explicit seeds.
+
+Two kinds of problem:
+
+* :class:`QPProblem` -- the clipped-linear fit (Eq. 7 of the identity-link IRT
+  paper, :mod:`evalcert.solvers.clipped_linear_qp`) on a score matrix, with the
+  box on all cells or on observed cells. ``weights`` turns it into a *batch*:
+  many refits of one design with bootstrap multiplicities, solved one after
+  the other as :class:`~evalcert.solvers.ClippedLinear` does (warm starts,
+  one CVXPY compilation).
+* :class:`IlpProblem` -- the per-key logic ILP of paper 003 (best achievable
+  minimum label accuracy at a fixed answer key) under the M=1 axioms
+  (:func:`evalcert.logic.ilp.best_min_accuracy_ilp`) or the M=2 pair axioms
+  (:func:`evalcert.logic.pairs.m2_best_min_accuracy`). Its exact answer under M=1
+  is the closed form :func:`evalcert.logic.alarms.key_value`, which also bounds the
+  M=2 answer from above.
+
+Families (names used by :func:`make_problems` and ``evalcert bench --family``):
+
+``clipped-linear``  synthetic matrices: box all/observed x dense (every cell
+                    observed)/sparse (30 %) x saturated (scores pile up at
+                    +-1, the box binds)/interior (box inactive), several sizes
+                    and seeds;
+``real``            the PubMed, OPUS and ICLR peer-prediction matrices from
+                    ``<repo>/../shared/data`` (skipped when absent), both boxes;
+``bootstrap``       batches of multinomial-bootstrap refits of one matrix;
+``ilp-m1``, ``ilp-m2``  random graders' decisions at the true answer key.
+
+The Gini-projection family (hard and penalised, Prop. 4.1) is not here yet:
+``evalcert.solvers.gini_projection`` did not exist when this harness was
+written; add it as a third problem kind once it does.
+
+Example
+-------
+>>> [p.name for p in clipped_linear_family([(4, 6)], seeds=[0])][:2]
+['cl-all-dense-saturated-4x6-s0', 'cl-all-dense-interior-4x6-s0']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from fractions import Fraction
+from pathlib import Path
+from typing import ClassVar, Sequence
+
+import numpy as np
+
+from evalcert.data import read_scores
+from evalcert.errors import InputError
+from evalcert.logic.alarms import key_value
+from evalcert.logic.summaries import Decisions
+from evalcert.solvers.certificates import QP
+from evalcert.solvers.clipped_linear_qp import Design, build_qp
+
+__all__ = ["QPProblem", "IlpProblem", "FAMILIES", "REAL_MATRICES", "synthetic_scores",
+           "clipped_linear_family", "real_family", "bootstrap_family", "ilp_family",
+           "make_problems", "default_data_dir"]
+
+FAMILIES = ("clipped-linear", "real", "bootstrap", "ilp-m1", "ilp-m2")
+REAL_MATRICES = {"pubmed": "pubmed_200_S_directional.csv",
+                 "opus": "opus_gpt4omini_186_S_directional.csv",
+                 "iclr": "iclr_peer_review_100_S_directional.csv"}
+LAM = 1e-6  # the paper's ridge weight, ClippedLinear's default
+COVERAGE = {"dense": 1.0, "sparse": 0.3}
+SPREAD = {"saturated": 0.8, "interior": 0.15}  # std of theta and b
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QPProblem:
+    """A clipped-linear fit, or a batch of refits of one design.
+
+    Attributes
+    ----------
+    family, name : str
+    values : ndarray, shape (K, J)
+        Scores in [-1, 1], NaN = unobserved.
+    box : {"all", "observed"}
+    lam : float
+    weights : tuple of ndarray, optional
+        Per-refit multiplicities of the observed cells (row-major); ``None``
+        means one plain fit (all weights 1).
+    """
+
+    kind: ClassVar[str] = "qp"
+    family: str
+    name: str
+    values: np.ndarray = dataclasses.field(repr=False)
+    box: str = "all"
+    lam: float = LAM
+    weights: tuple[np.ndarray, ...] | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def weighted(self) -> bool:
+        return self.weights is not None
+
+    def design(self) -> Design:
+        return Design.from_mask(~np.isnan(self.values))
+
+    def scores(self) -> np.ndarray:
+        return self.values[~np.isnan(self.values)]
+
+    def batch(self) -> list[np.ndarray]:
+        """The cell weights of every solve, in order."""
+        if self.weights is None:
+            return [np.ones(int((~np.isnan(self.values)).sum()))]
+        return list(self.weights)
+
+    def qp(self, weights: np.ndarray, design: Design | None = None) -> QP:
+        """The standard-form QP of one solve of the batch."""
+        return build_qp(design or self.design(), self.scores(), weights, self.lam, self.box)
+
+    @property
+    def size(self) -> str:
+        K, J = self.values.shape
+        n = len(self.batch())
+        return f"{K}x{J}, {int((~np.isnan(self.values)).sum())} cells" + \
+            (f", {n} refits" if self.weighted else "")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class IlpProblem:
+    """Best achievable minimum label accuracy at ``key`` under the M=1 or M=2 axioms.
+
+    Attributes
+    ----------
+    family, name : str
+    decisions : Decisions
+    key : tuple of int
+        Answer-key label counts.
+    m : {1, 2}
+    """
+
+    kind: ClassVar[str] = "ilp"
+    family: str
+    name: str
+    decisions: Decisions = dataclasses.field(repr=False)
+    key: tuple[int, ...] = ()
+    m: int = 1
+
+    def bound(self) -> Fraction:
+        """Closed-form M=1 value at ``key``: exact for M=1, an upper bound for M=2."""
+        return key_value(self.decisions.label_counts(), self.key)
+
+    @property
+    def size(self) -> str:
+        return (f"{len(self.decisions.items)} items, {len(self.decisions.graders)} graders, "
+                f"{len(self.decisions.labels)} labels")
+
+
+def synthetic_scores(K: int, J: int, coverage: float, spread: float,
+                     rng: np.random.Generator) -> np.ndarray:
+    """Scores ``clip(theta_i - b_j + N(0, 0.1^2), -1, 1)`` on a random mask.
+
+    ``theta`` and ``b`` are ``N(0, spread^2)``; a large spread saturates many
+    cells at +-1 so that the box binds. The mask keeps each cell with
+    probability ``coverage`` plus one cell per row and per column (a connected
+    cycle ``(i, i mod J)``, ``(j mod K, j)``), so no agent or item is empty.
+    """
+    theta = rng.normal(0.0, spread, K)
+    b = rng.normal(0.0, spread, J)
+    S = np.clip(theta[:, None] - b[None, :] + rng.normal(0.0, 0.1, (K, J)), -1.0, 1.0)
+    mask = rng.random((K, J)) < coverage
+    mask[np.arange(K), np.arange(K) % J] = True
+    mask[np.arange(J) % K, np.arange(J)] = True
+    return np.where(mask, S, np.nan)
+
+
+def clipped_linear_family(sizes: Sequence[tuple[int, int]], seeds: Sequence[int],
+                          boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
+    """Every box x density x regime x size x seed combination."""
+    out = []
+    for (K, J) in sizes:
+        for seed in seeds:
+            for box in boxes:
+                for dens, cov in COVERAGE.items():
+                    for regime, spread in SPREAD.items():
+                        rng = np.random.default_rng([seed, K, J, int(cov * 100),
+                                                     int(spread * 100)])
+                        out.append(QPProblem(
+                            "clipped-linear", f"cl-{box}-{dens}-{regime}-{K}x{J}-s{seed}",
+                            synthetic_scores(K, J, cov, spread, rng), box=box))
+    return out
+
+
+def default_data_dir() -> Path:
+    """``<repo root>/../shared/data/tvd/llm-peer-prediction/derived``."""
+    return (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tvd"
+            / "llm-peer-prediction" / "derived")
+
+
+def real_family(data_dir: Path | None = None,
+                boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
+    """The real peer-prediction matrices present in ``data_dir`` (none if absent)."""
+    folder = default_data_dir() if data_dir is None else Path(data_dir)
+    out = []
+    for short, file in REAL_MATRICES.items():
+        if (folder / file).is_file():
+            values = read_scores(folder / file).values
+            out += [QPProblem("real", f"real-{short}-{box}", values, box=box) for box in boxes]
+    return out
+
+
+def bootstrap_family(sizes: Sequence[tuple[int, int]], n_refits: int, seeds: Sequence[int],
+                     boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
+    """Batches of ``n_refits`` multinomial-bootstrap refits of one sparse matrix each."""
+    out = []
+    for (K, J) in sizes:
+        for seed in seeds:
+            rng = np.random.default_rng([seed, K, J, n_refits])
+            values = synthetic_scores(K, J, COVERAGE["sparse"], SPREAD["saturated"], rng)
+            n = int((~np.isnan(values)).sum())
+            weights = tuple(rng.multinomial(n, np.full(n, 1.0 / n)).astype(float)
+                            for _ in range(n_refits))
+            out += [QPProblem("bootstrap", f"boot-{box}-{K}x{J}-B{n_refits}-s{seed}", values,
+                              box=box, weights=weights) for box in boxes]
+    return out
+
+
+def _random_decisions(n_items: int, n_labels: int, n_graders: int,
+                      rng: np.random.Generator) -> tuple[Decisions, tuple[int, ...]]:
+    """Graders right with probability U(0.55, 0.9), else a uniform other label."""
+    truth = rng.integers(0, n_labels, n_items)
+    codes = np.empty((n_items, n_graders), dtype=np.int64)
+    for i in range(n_graders):
+        right = rng.random(n_items) < rng.uniform(0.55, 0.9)
+        other = (truth + rng.integers(1, n_labels, n_items)) % n_labels
+        codes[:, i] = np.where(right, truth, other)
+    dec = Decisions(tuple(f"q{k}" for k in range(n_items)),
+                    tuple(f"g{i}" for i in range(n_graders)),
+                    tuple(f"l{r}" for r in range(n_labels)),
+                    tuple(tuple(int(v) for v in row) for row in codes))
+    return dec, tuple(int(v) for v in np.bincount(truth, minlength=n_labels))
+
+
+def ilp_family(m: int, n_items: Sequence[int], seeds: Sequence[int], n_labels: int = 3,
+               n_graders: int = 3) -> list[IlpProblem]:
+    """Per-key ILPs at the true answer key of random decisions."""
+    out = []
+    for q in n_items:
+        for seed in seeds:
+            dec, key = _random_decisions(q, n_labels, n_graders,
+                                         np.random.default_rng([seed, m, q]))
+            out.append(IlpProblem(f"ilp-m{m}", f"ilp-m{m}-Q{q}-s{seed}", dec, key, m))
+    return out
+
+
+#: Sizes and seeds of each family: ``quick`` finishes in about a minute on two
+#: cores, ``full`` in the time stated in the module docstring of
+#: :mod:`evalcert.benchmarking.runner`.
+SCALES = {
+    "quick": {"sizes": [(10, 50), (30, 200)], "seeds": [0], "boot_sizes": [(30, 200)],
+              "refits": 10, "ilp_items": [20, 60], "ilp_seeds": [0]},
+    "full": {"sizes": [(10, 50), (30, 200), (100, 1000)], "seeds": [0, 1, 2],
+             "boot_sizes": [(30, 200), (100, 1000)], "refits": 50,
+             "ilp_items": [20, 60, 200], "ilp_seeds": [0, 1, 2]},
+}
+
+
+def make_problems(families: Sequence[str] = FAMILIES, scale: str = "quick",
+                  data_dir: Path | None = None) -> list[QPProblem | IlpProblem]:
+    """All problems of ``families`` at ``scale`` (``"quick"`` or ``"full"``)."""
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise InputError(f"unknown problem families {unknown}; choose from {list(FAMILIES)}")
+    if scale not in SCALES:
+        raise InputError(f"scale must be one of {list(SCALES)}, got {scale!r}")
+    c = SCALES[scale]
+    makers = {
+        "clipped-linear": lambda: clipped_linear_family(c["sizes"], c["seeds"]),
+        "real": lambda: real_family(data_dir),
+        "bootstrap": lambda: bootstrap_family(c["boot_sizes"], c["refits"], c["seeds"]),
+        "ilp-m1": lambda: ilp_family(1, c["ilp_items"], c["ilp_seeds"]),
+        "ilp-m2": lambda: ilp_family(2, c["ilp_items"], c["ilp_seeds"]),
+    }
+    return [p for fam in families for p in makers[fam]()]

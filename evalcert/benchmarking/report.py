@@ -1,0 +1,173 @@
+"""Write a benchmark's outputs: the CSV of every run, a Markdown report, PNG profiles.
+
+Files written into the output folder by :func:`write_report`:
+
+``runs.csv``                 one row per (problem, backend, profile) run;
+``report.md``                machine and library versions, settings, the tolerance
+                             each backend was given, summary tables, profile tables,
+                             success by family and the failure reasons;
+``profile_<kind>_<profile>.png``  Dolan-More performance profiles.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import math
+import os
+import platform
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
+
+import pandas as pd
+
+from evalcert.benchmarking.backends import solver_key
+from evalcert.solvers.backends.base import SolveSettings, solver_options
+from evalcert.solvers.certificates import Tolerance
+
+if TYPE_CHECKING:
+    from evalcert.benchmarking.runner import BenchmarkResult
+
+__all__ = ["LIBRARIES", "machine_info", "markdown_table", "write_report"]
+
+LIBRARIES = ("evalcert", "numpy", "scipy", "cvxpy", "osqp", "clarabel", "scs", "ecos",
+             "highspy", "pulp", "joblib")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, core counts, platform and the versions of the solver libraries."""
+    versions = {}
+    for lib in LIBRARIES:
+        try:
+            versions[lib] = importlib.metadata.version(lib)
+        except importlib.metadata.PackageNotFoundError:
+            versions[lib] = "not installed"
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"cpu": _cpu_model(), "cpu_count": os.cpu_count(), "usable_cpus": usable,
+            "platform": platform.platform(), "python": platform.python_version(),
+            "versions": versions}
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, float):
+        return "-" if math.isnan(v) else f"{v:.3g}"
+    return str(v)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-flavoured Markdown table; floats with 3 significant digits."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _tolerance_table(result: "BenchmarkResult") -> str:
+    rows = []
+    for name in result.settings["backends"]:
+        if name.startswith("pulp-"):
+            rows.append([name, "exact", "gapRel=0 (MIP optimality), value checked exactly"])
+            continue
+        for prof, tier in result.settings["profiles"].items():
+            opts = solver_options(solver_key(name),
+                                  SolveSettings(tolerance=Tolerance(tier, tier),
+                                                time_limit=result.settings["time_limit"]))
+            shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                              for k, v in opts.items() if k != "verbose")
+            rows.append([name, f"{prof} ({tier:g})", shown])
+    return markdown_table(["backend", "profile", "parameters given to the solver"], rows)
+
+
+def _by_family(result: "BenchmarkResult") -> str:
+    backends = list(dict.fromkeys(r.backend for r in result.records))
+    cells: dict[tuple[str, str], dict[str, list[bool]]] = {}
+    for r in result.records:
+        cells.setdefault((r.family, r.profile), {}).setdefault(r.backend, []).append(r.success)
+    rows = [[fam, prof] + [f"{sum(c[b])}/{len(c[b])}" if b in c else "" for b in backends]
+            for (fam, prof), c in cells.items()]
+    return markdown_table(["family", "profile"] + backends, rows)
+
+
+def _failures(result: "BenchmarkResult") -> str:
+    count = Counter((r.backend, r.profile, r.reason) for r in result.records if not r.success)
+    rows = [[b, p, reason, n] for (b, p, reason), n in sorted(count.items())]
+    return markdown_table(["backend", "profile", "reason", "runs"], rows) if rows \
+        else "No failures."
+
+
+def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | None) -> str:
+    m, s = result.machine, result.settings
+    heads, rows = result.summary_rows()
+    taus = (1.0, 2.0, 10.0, math.inf)
+    prof_rows = [[p.kind, p.profile, b] + [p.fraction(b, t) for t in taus]
+                 for p in result.profiles for b in p.backends]
+    versions = ", ".join(f"{k} {v}" for k, v in m["versions"].items())
+    parts = [
+        "# evalcert solver benchmark",
+        f"Command: `{command or 'evalcert.benchmarking.run_benchmark(...)'}`  ",
+        f"Finished {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; "
+        f"{len(result.records)} runs on {s['n_problems']} problems in "
+        f"{result.wall_seconds:.1f} s wall (joblib {s['joblib_backend']}, "
+        f"n_jobs={s['n_jobs']}).",
+        "## Machine",
+        f"- CPU: {m['cpu']}; {m['cpu_count']} logical CPUs, {m['usable_cpus']} usable\n"
+        f"- load average (1/5/15 min) before: {', '.join(f'{v:.2f}' for v in m['load_before'])}"
+        f"; after: {', '.join(f'{v:.2f}' for v in m['load_after'])}\n"
+        f"- {m['platform']}, Python {m['python']}\n"
+        f"- {versions}",
+        "## How to read this",
+        f"- A run **succeeds** when the solver reports success, evalcert's own certificate "
+        f"(primal residual, dual residual, complementary slackness, duality gap recomputed "
+        f"from the problem data) passes at the profile's tolerance `Tolerance(abs=tier, "
+        f"rel=tier)`, and the run finishes within the time limit ({s['time_limit']:g} s). "
+        "ILPs succeed when PuLP reports Optimal and the exact value equals the closed-form "
+        "M=1 value (M=1) or does not exceed it (M=2).\n"
+        f"- **SGM**: shifted geometric mean of runtime (build + compile + solve), shift "
+        f"{s['shift']:g} s, failures charged the time limit; **SGM ratio** = SGM / best SGM "
+        "of the same kind and profile.\n"
+        "- **max obj. err**: largest `|objective - reference| / max(1, |reference|)` of a "
+        "successful run; the reference is the certified run with the smallest KKT error.\n"
+        f"- **peak MiB**: {s['memory']}.",
+        "## Summary",
+        markdown_table(heads, rows),
+        "## Performance profiles",
+        "Share of problems solved (and certified) within tau times the fastest backend.",
+        markdown_table(["kind", "profile", "backend"] + [f"rho({t:g})" for t in taus],
+                       prof_rows),
+        "\n".join(f"![{key}]({file})" for key, file in pngs.items()),
+        "## Tolerances given to each backend",
+        _tolerance_table(result),
+        "## Success by family",
+        _by_family(result),
+        "## Failures",
+        _failures(result),
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def write_report(result: "BenchmarkResult", out: Path,
+                 command: str | None = None) -> dict[str, Path]:
+    """Write ``runs.csv``, ``report.md`` and the profile PNGs into ``out``; return their paths."""
+    from evalcert.plots.profiles import plot_performance_profile
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / "runs.csv", "markdown": out / "report.md"}
+    pd.DataFrame([r.to_dict() for r in result.records]).to_csv(paths["csv"], index=False)
+    pngs = {}
+    for prof in result.profiles:
+        file = f"profile_{prof.kind}_{prof.profile}.png"
+        plot_performance_profile(prof, out / file)
+        paths[f"profile_{prof.kind}_{prof.profile}"] = out / file
+        pngs[f"{prof.kind} {prof.profile}"] = file
+    paths["markdown"].write_text(_markdown(result, pngs, command), encoding="utf-8")
+    return paths

@@ -1,0 +1,260 @@
+"""Run every (problem, backend, profile) through joblib and check every answer.
+
+Each run is one task for :func:`evalcert.parallel.parallel_map`, so a local
+process pool (``loky``), a Dask cluster (``joblib_backend="dask"`` inside a
+``distributed.Client``) or Ray can take a large grid. A task:
+
+1. (``memory=True``) runs the backend once under ``tracemalloc`` and keeps the
+   traced peak -- Python objects and NumPy buffers, **not** memory the
+   solvers' C/Rust libraries allocate themselves (OSQP, Clarabel, SCS, ECOS,
+   HiGHS workspaces). This pass also warms up lazy imports and caches, so the
+   timed pass measures steady-state cost;
+2. runs it again untraced and times it (build / compile / solve);
+3. certifies the answer itself: QPs with :func:`~evalcert.solvers.certificates.qp_certificate`
+   rebuilt from the problem data at the profile's tolerance ``Tolerance(tier, tier)``
+   (the same object the solver is given through :func:`~evalcert.solvers.backends.base.solver_options`);
+   ILPs against the closed-form M=1 value (equal for M=1, an upper bound for M=2).
+
+Tolerance profiles are the accuracy tiers of the benchmark conventions:
+``low`` 1e-3, ``default`` 1e-6, ``high`` 1e-9. The ILPs are exact (``gapRel=0``)
+and run once, under the profile ``exact``.
+
+Durations on two shared cores (``n_jobs=2``): ``evalcert bench --quick`` about
+a minute; the full grid (``evalcert bench``) see the README table of the last
+run (tens of minutes, dominated by the 100 x 1000 problems and SCS/ECOS at the
+high tier).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any, Sequence
+
+from evalcert.benchmarking.backends import Attempt, Backend, select_backends
+from evalcert.benchmarking.families import FAMILIES, IlpProblem, QPProblem, make_problems
+from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, RunRecord,
+                                           performance_profiles, summarise,
+                                           with_objective_errors)
+from evalcert.benchmarking.report import machine_info, write_report
+from evalcert.errors import InputError
+from evalcert.parallel import parallel_map
+from evalcert.results import ResultMixin, format_table
+from evalcert.solvers.backends.base import SolveSettings
+from evalcert.solvers.certificates import Tolerance, qp_certificate
+
+__all__ = ["Profile", "PROFILES", "BenchmarkResult", "run_one", "run_benchmark", "bench"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """An accuracy tier: the solver is asked for it and the certificate demands it."""
+
+    name: str
+    tier: float
+
+    @property
+    def tolerance(self) -> Tolerance:
+        return Tolerance(abs_tol=self.tier, rel_tol=self.tier)
+
+
+PROFILES = {"low": Profile("low", 1e-3), "default": Profile("default", 1e-6),
+            "high": Profile("high", 1e-9)}
+EXACT = Profile("exact", 0.0)
+
+
+def _certify_qp(problem: QPProblem, attempt: Attempt, tol: Tolerance) -> dict[str, Any]:
+    design = problem.design()
+    out: dict[str, Any] = {"primal_residual": 0.0, "dual_residual": 0.0, "duality_gap": 0.0,
+                           "objective": 0.0, "passed": True}
+    batch = problem.batch()
+    if len(attempt.points) < len(batch) or any(x is None or y is None
+                                               for x, y in attempt.points):
+        out.update(passed=False, objective=math.nan)
+    for weights, (x, y) in zip(batch, attempt.points):
+        if x is None or y is None:
+            break
+        cert = qp_certificate(problem.qp(weights, design), x, y, tol)
+        out["primal_residual"] = max(out["primal_residual"], cert.primal_residual)
+        out["dual_residual"] = max(out["dual_residual"], cert.dual_residual)
+        out["duality_gap"] = max(out["duality_gap"], abs(cert.duality_gap))
+        out["objective"] += cert.primal_objective
+        out["passed"] &= cert.passed
+    return out
+
+
+def _certify_ilp(problem: IlpProblem, attempt: Attempt) -> dict[str, Any]:
+    bound = problem.bound()
+    value = attempt.value
+    passed = value is not None and (value == bound if problem.m == 1 else value <= bound)
+    return {"objective": math.nan if value is None else float(value), "passed": passed}
+
+
+def _attempt(backend: Backend, problem: QPProblem | IlpProblem,
+             settings: SolveSettings) -> Attempt:
+    """Call the backend; a crash is recorded as a failed attempt, not raised, so that
+    one broken solver cannot stop a grid of thousands of runs."""
+    start = time.perf_counter()
+    try:
+        return backend.solve(problem, settings)
+    except Exception as exc:  # noqa: BLE001 - any crash is a failure of that backend
+        return Attempt(status=f"error: {type(exc).__name__}: {str(exc)[:160]}", ok=False,
+                       iterations=-1, build=0.0, compile=0.0,
+                       solve=time.perf_counter() - start)
+
+
+def run_one(task: tuple[QPProblem | IlpProblem, Backend, Profile, float, bool]) -> RunRecord:
+    """Run, time and certify one ``(problem, backend, profile, time_limit, memory)``."""
+    problem, backend, profile, time_limit, memory = task
+    settings = SolveSettings(tolerance=profile.tolerance, time_limit=time_limit)
+    peak = math.nan
+    attempt = None
+    if memory:
+        tracemalloc.start()
+        traced_start = time.perf_counter()
+        traced = _attempt(backend, problem, settings)
+        traced_seconds = time.perf_counter() - traced_start
+        peak = tracemalloc.get_traced_memory()[1] / 2 ** 20
+        tracemalloc.stop()
+        if traced_seconds > time_limit:
+            attempt = traced  # do not spend the time limit twice
+    if attempt is None:
+        attempt = _attempt(backend, problem, settings)
+    runtime = attempt.build + attempt.compile + attempt.solve
+    if problem.kind == "qp":
+        check = _certify_qp(problem, attempt, profile.tolerance)
+    else:
+        check = _certify_ilp(problem, attempt)
+    reason = ("" if attempt.ok else f"solver status {attempt.status}") or \
+        ("" if check["passed"] else "certificate failed") or \
+        ("" if runtime <= time_limit else "time limit")
+    return RunRecord(
+        family=problem.family, problem=problem.name, kind=problem.kind, size=problem.size,
+        backend=backend.name, profile=profile.name, tolerance=profile.tier,
+        status=attempt.status, solver_ok=attempt.ok, success=not reason, reason=reason,
+        build=attempt.build, compile=attempt.compile, solve=attempt.solve, runtime=runtime,
+        iterations=attempt.iterations,
+        primal_residual=check.get("primal_residual", math.nan),
+        dual_residual=check.get("dual_residual", math.nan),
+        duality_gap=check.get("duality_gap", math.nan), objective=check["objective"],
+        peak_memory_mib=peak)
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchmarkResult(ResultMixin):
+    """Every run of a benchmark and its summaries.
+
+    Attributes
+    ----------
+    records : tuple of RunRecord
+    summaries : tuple of BackendSummary
+    profiles : tuple of PerformanceProfile
+    settings : dict
+        Time limit, shift, profiles and their tiers, memory method, joblib backend.
+    machine : dict
+        CPU, cores, load before and after, library versions.
+    wall_seconds : float
+    """
+
+    records: tuple[RunRecord, ...]
+    summaries: tuple[BackendSummary, ...]
+    profiles: tuple[PerformanceProfile, ...]
+    settings: dict[str, Any]
+    machine: dict[str, Any]
+    wall_seconds: float
+
+    def summary_rows(self) -> tuple[list[str], list[list[Any]]]:
+        """Headers and rows of the summary table (one row per kind/profile/backend)."""
+        heads = ["kind", "profile", "backend", "solved", "success", "SGM (s)", "SGM ratio",
+                 "med. build", "med. compile", "med. solve", "max obj. err", "peak MiB"]
+        rows = [[s.kind, s.profile, s.backend, f"{s.successes}/{s.runs}",
+                 f"{100 * s.success_rate:.0f}%", s.sgm, s.sgm_ratio, s.median_build,
+                 s.median_compile, s.median_solve, s.max_objective_error, s.peak_memory_mib]
+                for s in self.summaries]
+        return heads, rows
+
+    def summary(self) -> str:
+        heads, rows = self.summary_rows()
+        s = self.settings
+        return (f"solver benchmark: {len(self.records)} runs in {self.wall_seconds:.1f} s "
+                f"(time limit {s['time_limit']:g} s, SGM shift {s['shift']:g} s; failures "
+                "charged the time limit; success = evalcert's certificate at the tier)\n"
+                + format_table(rows, heads))
+
+
+def run_benchmark(problems: Sequence[QPProblem | IlpProblem],
+                  backends: Sequence[Backend] | None = None,
+                  profiles: Sequence[str] = ("low", "default", "high"), *,
+                  time_limit: float = 10.0, shift: float = 0.01, memory: bool = True,
+                  n_jobs: int | None = None, joblib_backend: str = "loky",
+                  progress: bool = True) -> BenchmarkResult:
+    """Run every problem with every backend of its kind, at every profile.
+
+    Parameters
+    ----------
+    problems : sequence of QPProblem or IlpProblem
+    backends : sequence of Backend, optional
+        Default: every installed backend. Pass your own :class:`Backend` to
+        benchmark another solver.
+    profiles : sequence of {"low", "default", "high"}
+        Accuracy tiers for the QPs; ILPs run once, exactly.
+    time_limit : float
+        Seconds per run (a batch counts as one run); slower runs fail.
+    shift : float
+        Shift of the geometric mean, seconds.
+    memory : bool
+        Measure peak traced memory in an extra pass per run.
+    n_jobs : int, optional
+        joblib workers (``None``: all cores; 1: in this process).
+    joblib_backend : {"loky", "dask", "ray"}
+    progress : bool
+        Show a tqdm progress bar.
+    """
+    unknown = sorted(set(profiles) - set(PROFILES))
+    if unknown or not profiles:
+        raise InputError(f"unknown tolerance profiles {unknown}; choose from {list(PROFILES)}")
+    backends = list(select_backends(None) if backends is None else backends)
+    tasks = []
+    for problem in problems:
+        tiers = [PROFILES[p] for p in profiles] if problem.kind == "qp" else [EXACT]
+        tasks += [(problem, b, prof, time_limit, memory)
+                  for prof in tiers for b in backends if b.kind == problem.kind]
+    machine = dict(machine_info(), load_before=os.getloadavg())
+    start = time.perf_counter()
+    records = parallel_map(run_one, tasks, backend=joblib_backend, n_jobs=n_jobs,
+                           progress=progress, desc="evalcert bench")
+    wall = time.perf_counter() - start
+    records = with_objective_errors(records)
+    machine["load_after"] = os.getloadavg()
+    return BenchmarkResult(
+        records=tuple(records), summaries=tuple(summarise(records, time_limit, shift)),
+        profiles=tuple(performance_profiles(records)),
+        settings={"time_limit": time_limit, "shift": shift,
+                  "profiles": {p: PROFILES[p].tier for p in profiles},
+                  "backends": [b.name for b in backends], "n_jobs": n_jobs,
+                  "joblib_backend": joblib_backend, "n_problems": len(problems),
+                  "memory": "tracemalloc peak (Python + NumPy; not solver C/Rust heaps)"
+                  if memory else "not measured"},
+        machine=machine, wall_seconds=wall)
+
+
+def bench(families: Sequence[str] = FAMILIES, backends: Sequence[str] | None = None,
+          profiles: Sequence[str] = ("low", "default", "high"), *, quick: bool = False,
+          out: str | Path | None = None, data_dir: Path | None = None,
+          command: str | None = None, **options: Any) -> BenchmarkResult:
+    """Make the problems of ``families``, run them, and write the report to ``out``.
+
+    The one library call behind ``evalcert bench``; ``command`` (the command
+    line that made the run) is written into the report; ``options`` go to
+    :func:`run_benchmark` (``time_limit``, ``n_jobs``, ...).
+    """
+    problems = make_problems(families, "quick" if quick else "full", data_dir)
+    result = run_benchmark(problems, select_backends(None if backends is None else list(backends)),
+                           profiles, **options)
+    if out is not None:
+        write_report(result, Path(out), command=command)
+    return result

@@ -1,0 +1,46 @@
+"""Fig. 2 of paper 000: holdout RMSE against training coverage per sampling regime.
+
+Example
+-------
+>>> fig = plot_coverage_sweep(sweep)            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from evalcert.diagnostics.experiments import CoverageSweepResult  # noqa: E402
+
+__all__ = ["plot_coverage_sweep"]
+
+
+def plot_coverage_sweep(sweep: CoverageSweepResult, path: str | Path | None = None) -> Figure:
+    """Mean holdout RMSE (bars: min-max over seeds) against mean coverage, one line per regime.
+
+    The dense fit is drawn as a horizontal reference line.
+    """
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for regime in dict.fromkeys(p.regime for p in sweep.points):
+        pts = sorted((p for p in sweep.points if p.regime == regime),
+                     key=lambda p: p.mean("coverage"))
+        cov = np.array([p.mean("coverage") for p in pts])
+        rmse = np.array([[r.rmse for r in p.runs] for p in pts])
+        mean = rmse.mean(axis=1)
+        ax.errorbar(cov, mean, yerr=[mean - rmse.min(axis=1), rmse.max(axis=1) - mean],
+                    marker="o", capsize=3, label=regime)
+    dense = sweep.points[0].dense
+    ax.axhline(dense.rmse, color="k", ls="--", lw=1, label=f"dense ({dense.coverage:.0%})")
+    ax.set_xlabel("training coverage")
+    ax.set_ylabel("holdout RMSE")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path)
+    return fig

@@ -1,0 +1,194 @@
+"""The Rasch model ``P(Y_ij = 1) = sigma(theta_i - b_j)`` (Eq. 3.1) by five methods.
+
+=========  ====================================================================
+``jml``    joint ML, one L-BFGS solve of Eq. 3.3 (Sec. 3.2.5, 3.3.1)
+``cml``    conditional ML, Eq. 3.6, with log-space symmetric functions (3.3.2)
+``mml``    marginal ML, EM with Gauss-Hermite quadrature, ``theta ~ N(0, s^2)``
+``map``    MAP with ``theta_i, b_j ~ N(0, 1/lam)`` (Eq. 3.9, Sec. 3.6.1)
+``mcmc``   Metropolis-within-Gibbs under the MAP priors (Sec. 3.5.4)
+=========  ====================================================================
+
+JML and CML exclude all-0/all-1 models and items with an
+:class:`~evalcert.solvers.irt.data.ExtremeResponseWarning` (their estimates
+are infinite); MML, MAP and MCMC keep them. Identification (Sec. 3.2.4) is a
+shift: difficulties sum to zero by default, or ``anchor_item``/``anchor_model``
+is set to zero. The likelihood is shift-invariant, so this changes no
+prediction.
+
+Example
+-------
+>>> rng = np.random.default_rng(0)
+>>> Y = (rng.random((200, 30)) < 0.5).astype(float)
+>>> est = Rasch(method="cml").fit(Y)
+>>> round(float(est.difficulties_.sum()), 10)
+0.0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from evalcert.errors import ConvergenceError
+from evalcert.solvers.irt.base import IRTEstimator
+from evalcert.solvers.irt.data import ResponseData, extreme_lines
+from evalcert.solvers.irt.esf import conditional_terms
+from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
+from evalcert.solvers.irt.mml import mml_em
+
+__all__ = ["Rasch"]
+
+
+class Rasch(IRTEstimator):
+    """Rasch (1PL) estimator.
+
+    Parameters
+    ----------
+    method : {"jml", "cml", "mml", "map", "mcmc"}
+    lam : float
+        Prior precision ``1/sigma^2`` of abilities and difficulties for
+        ``map`` and ``mcmc`` (ignored otherwise).
+    anchor_item, anchor_model : int or str, optional
+        Identify by setting this item's difficulty (model's ability) to zero
+        instead of the default sum-zero difficulties.
+    n_quad : int
+        Gauss-Hermite nodes for ``mml``.
+    n_chains, n_draws, n_burn, max_rhat : MCMC settings; a fit whose largest
+        split R-hat exceeds ``max_rhat`` raises :class:`ConvergenceError`.
+    tol, max_iter, seed : convergence tolerance, iteration budget, randomness.
+
+    Attributes
+    ----------
+    abilities_, difficulties_, abilities_se_, difficulties_se_, loglik_,
+    result_ (:class:`IRTResult`); ``mml``: ``population_sd_``; ``mcmc``:
+    ``draws_`` (dict of (chains, draws, n) arrays), ``rhat_``, ``ess_``.
+    """
+
+    model_name = "rasch"
+    methods = ("jml", "cml", "mml", "map", "mcmc")
+
+    def __init__(self, method: str = "jml", *, lam: float = 1.0,
+                 anchor_item: int | str | None = None, anchor_model: int | str | None = None,
+                 n_quad: int = 15, n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000,
+                 max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0):
+        super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
+                         tol=tol, max_iter=max_iter, seed=seed)
+        self.n_quad = n_quad
+        self.n_chains, self.n_draws, self.n_burn = n_chains, n_draws, n_burn
+        self.max_rhat = max_rhat
+
+    # link: eta_ij = theta_i - b_j
+    def _link(self, R: np.ndarray, C: np.ndarray) -> np.ndarray:
+        return R[:, :1] - C[:, 0][None, :]
+
+    def _link_grad(self, R, C, G):
+        return G.sum(1)[:, None], -G.sum(0)[:, None]
+
+    def _link_sqgrad(self, R, C, W):
+        return W.sum(1)[:, None], W.sum(0)[:, None]
+
+    def _publish(self, R: np.ndarray, C: np.ndarray) -> dict[str, np.ndarray]:
+        return {"abilities": R[:, 0], "difficulties": C[:, 0]}
+
+    def _identify(self, R, C, data):
+        anchor = self._anchor_index(data)
+        if anchor is None:
+            shift, how = np.nanmean(C[:, 0]), "sum-zero difficulties"
+        elif anchor[0] == "item":
+            shift, how = C[anchor[1], 0], f"difficulty of {data.item_names[anchor[1]]!r} = 0"
+        else:
+            shift, how = R[anchor[1], 0], f"ability of {data.model_names[anchor[1]]!r} = 0"
+        if not np.isfinite(shift):
+            raise ConvergenceError(f"the anchor ({how}) was excluded as all-0/all-1; choose "
+                                   "another anchor")
+        return R - shift, C - shift, how
+
+    def _stage2_lam(self) -> float:
+        if self.method == "mml":
+            return 1.0 / self.population_sd_ ** 2
+        return self.lam if self.method in ("map", "mcmc") else 1e-3
+
+    # -- methods ------------------------------------------------------------------------
+    def _fit(self, data: ResponseData) -> dict[str, Any]:
+        return getattr(self, f"_fit_{self.method}")(data)
+
+    def _fit_jml(self, data: ResponseData) -> dict[str, Any]:
+        keep_r, keep_c = extreme_lines(data, warn=True)
+        sub = data.take(keep_r, keep_c)
+        R0, C0, g0 = self._init_params(sub.shape, np.random.default_rng(self.seed))
+        out = self._solve(sub, R0, C0, g0, free=("rows", "cols"), lam=0.0)
+        return {**out, "keep_rows": keep_r, "keep_cols": keep_c}
+
+    def _fit_map(self, data: ResponseData) -> dict[str, Any]:
+        R0, C0, g0 = self._init_params(data.shape, np.random.default_rng(self.seed))
+        return self._solve(data, R0, C0, g0, free=("rows", "cols"), lam=self.lam)
+
+    def _fit_cml(self, data: ResponseData) -> dict[str, Any]:
+        """Newton iterations on the conditional likelihood (Eq. 3.6).
+
+        The gradient is ``sum_i (pi_ij - Y_ij)`` and the Hessian diagonal
+        ``-sum_i pi_ij (1 - pi_ij)``; steps are halved whenever the
+        conditional log-likelihood would decrease.
+        """
+        keep_r, keep_c = extreme_lines(data, warn=True)
+        sub = data.take(keep_r, keep_c)
+        Y, obs = sub.values, sub.observed
+        scores, ones = Y.sum(1), Y.sum(0)
+        share = ones / obs.sum(0)
+        b = np.log((1 - share) / share)
+        b -= b.mean()
+        best, step = -np.inf, np.zeros_like(b)
+        for n_iter in range(1, self.max_iter + 1):
+            log_gamma, pi, theta = conditional_terms(b, obs, scores)
+            loglik = -float(ones @ b) - float(log_gamma.sum())
+            if loglik < best - 1e-10 * abs(best):
+                step /= 2
+                b = b - step
+                continue
+            best = loglik
+            info = (pi * (1 - pi)).sum(0)
+            step = (pi.sum(0) - ones) / info
+            step -= step.mean()
+            if np.max(np.abs(step)) < self.tol:
+                break
+            b = b + step
+        else:
+            raise ConvergenceError(f"rasch cml: Newton did not converge in {self.max_iter} "
+                                   f"iterations (last step {np.max(np.abs(step)):.3g})",
+                                   solver="newton", status="max_iter")
+        p = 1 / (1 + np.exp(b[None, :] - theta[:, None])) * obs
+        return {"R": theta[:, None], "C": b[:, None], "loglik": loglik, "n_iter": n_iter,
+                "se_R": 1 / np.sqrt((p * (1 - p)).sum(1))[:, None],
+                "se_C": 1 / np.sqrt(info)[:, None], "loglik_kind": "conditional",
+                "keep_rows": keep_r, "keep_cols": keep_c}
+
+    def _fit_mml(self, data: ResponseData) -> dict[str, Any]:
+        em = mml_em(data.values, data.observed, common_slope=True, n_quad=self.n_quad,
+                    tol=self.tol, max_iter=self.max_iter, what="rasch mml")
+        sd = float(em["a"][0])
+        return {"R": sd * em["eap"][:, None], "C": -(em["d"] / sd)[:, None],
+                "se_R": sd * em["psd"][:, None], "se_C": (em["se_d"] / sd)[:, None],
+                "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
+                "extra": {"population_sd": sd}}
+
+    def _fit_mcmc(self, data: ResponseData) -> dict[str, Any]:
+        out = sample_rasch(data.values, data.observed, lam=self.lam, n_chains=self.n_chains,
+                           n_draws=self.n_draws, n_burn=self.n_burn, seed=self.seed)
+        draws = {"abilities": out["theta"], "difficulties": out["b"]}
+        r_hat = {k: rhat(v) for k, v in draws.items()}
+        worst = max(float(np.max(v)) for v in r_hat.values())
+        if worst > self.max_rhat:
+            raise ConvergenceError(f"rasch mcmc: max split R-hat {worst:.3f} > {self.max_rhat}"
+                                   "; raise n_burn/n_draws", solver="mcmc", status="rhat")
+        theta, b = out["theta"].mean(axis=(0, 1)), out["b"].mean(axis=(0, 1))
+        loglik = -self.family.nll(theta[:, None] - b[None, :], data.values,
+                                  data.observed.astype(float), np.zeros(0))[0]
+        return {"R": theta[:, None], "C": b[:, None],
+                "se_R": out["theta"].std(axis=(0, 1))[:, None],
+                "se_C": out["b"].std(axis=(0, 1))[:, None], "loglik": loglik,
+                "n_iter": self.n_burn + self.n_draws,
+                "loglik_kind": "joint at posterior mean",
+                "notes": (f"acceptance rate {out['acceptance']:.2f}, max R-hat {worst:.3f}",),
+                "extra": {"draws": draws, "rhat": r_hat,
+                          "ess": {k: ess(v) for k, v in draws.items()}}}
