@@ -34,6 +34,10 @@ def synthetic(K: int, J: int, coverage: float, seed: int = 0):
     rng = np.random.default_rng(seed)
     n = int(round(coverage * K * J))
     flat = rng.choice(K * J, size=n, replace=False)
+    # one cell per item and per agent on top, so that none is left unobserved
+    flat = np.union1d(flat, np.r_[rng.integers(0, K, J) * J + np.arange(J),
+                                  np.arange(K) * J + rng.integers(0, J, K)])
+    n = len(flat)
     rows, cols = flat // J, flat % J
     theta, b = rng.normal(0.25, 0.35, K), rng.normal(0, 0.25, J)
     values = np.full((K, J), np.nan)
@@ -58,11 +62,14 @@ def run_case(K, J, coverage, backend, refits, queue):
         out["first_fit_s"] = time.perf_counter() - t0
         out["binding"] = len(model.result_.certificate.binding)
         obs = S.observed
-        t0 = time.perf_counter()
+        batch = []  # the refit data is made before the clock starts: fits are timed, not data
         for _ in range(refits):
             v = S.values.copy()
             v[obs] = np.clip(v[obs] + 0.02 * rng.standard_normal(int(obs.sum())), -1, 1)
-            model.fit(ScoreMatrix(v, S.agents, S.items))
+            batch.append(ScoreMatrix(v, S.agents, S.items))
+        t0 = time.perf_counter()
+        for T in batch:
+            model.fit(T)
         out["refit_total_s"] = time.perf_counter() - t0
     out["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     queue.put(out)
@@ -85,12 +92,17 @@ def run_isolated(args, timeout):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="only the two smaller sizes")
+    parser.add_argument("--sizes", default=None,
+                        help="comma-separated indices into the size list (0: 30x200, "
+                             "1: 300x10^4, 2: 1000x10^5)")
     parser.add_argument("--naive-timeout", type=float, default=600.0,
                         help="seconds the naive formulation may take before it is stopped")
     parser.add_argument("--naive-limit", type=int, default=3_000_000,
                         help="skip the naive formulation above this many K*J cells")
     args = parser.parse_args(argv)
     sizes = SIZES[:2] if args.quick else SIZES
+    if args.sizes:
+        sizes = [SIZES[int(k)] for k in args.sizes.split(",")]
     rows = []
     for K, J, cov in sizes:
         small = K * J <= 10_000
@@ -102,7 +114,7 @@ def main(argv=None) -> int:
         if K * J <= args.naive_limit:
             backends.append("naive")
         for backend in backends:
-            refits = 0 if backend == "naive" else (500 if small else 3)
+            refits = 0 if backend == "naive" else (500 if small else (2 if K * J <= 3_000_000 else 1))
             if small and backend in ("clarabel", "scs"):
                 refits = 50
             timeout = args.naive_timeout if backend == "naive" else 3600

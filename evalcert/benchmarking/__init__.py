@@ -22,9 +22,10 @@ import osqp  # noqa: F401  (isort: skip)
 
 from evalcert.benchmarking.backends import (Attempt, Backend, default_backends,
                                             select_backends)
-from evalcert.benchmarking.families import (FAMILIES, IlpProblem, QPProblem,
+from evalcert.benchmarking.families import (FAMILIES, IlpProblem, QPProblem, StandardQP,
                                             bootstrap_family, clipped_linear_family,
-                                            ilp_family, make_problems, real_family)
+                                            gini_hard_family, ilp_family, make_problems,
+                                            real_family)
 from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, RunRecord,
                                            performance_profiles, shifted_geometric_mean,
                                            summarise)
@@ -32,8 +33,8 @@ from evalcert.benchmarking.report import write_report
 from evalcert.benchmarking.runner import PROFILES, BenchmarkResult, Profile, bench, run_benchmark
 
 __all__ = ["Attempt", "Backend", "default_backends", "select_backends", "FAMILIES",
-           "IlpProblem", "QPProblem", "bootstrap_family", "clipped_linear_family",
-           "ilp_family", "make_problems", "real_family", "BackendSummary",
+           "IlpProblem", "QPProblem", "StandardQP", "bootstrap_family", "clipped_linear_family",
+           "gini_hard_family", "ilp_family", "make_problems", "real_family", "BackendSummary",
            "PerformanceProfile", "RunRecord", "performance_profiles",
            "shifted_geometric_mean", "summarise", "write_report", "PROFILES",
            "BenchmarkResult", "Profile", "bench", "run_benchmark"]

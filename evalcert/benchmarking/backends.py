@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evalcert.benchmarking.families import IlpProblem, QPProblem
+from evalcert.benchmarking.families import IlpProblem, QPProblem, StandardQP
 from evalcert.errors import BackendUnavailableError
 from evalcert.solvers.backends import CVXPY_SOLVERS, available_backends
 from evalcert.solvers.backends.base import RawSolution, SolveSettings
@@ -96,7 +96,8 @@ class Backend:
 Step = Callable[[np.ndarray, Any, Any], tuple[RawSolution, float]]
 
 
-def _batch(problem: QPProblem, settings: SolveSettings, step: Step, build: float = 0.0) -> Attempt:
+def _batch(problem: QPProblem | StandardQP, settings: SolveSettings, step: Step,
+           build: float = 0.0) -> Attempt:
     """Run ``step(weights, x0, y0) -> (solution, build seconds)`` over the batch,
     warm-starting each refit from the previous one and stopping at the first failure."""
     points: list[tuple[np.ndarray | None, np.ndarray | None]] = []
@@ -121,7 +122,7 @@ def _batch(problem: QPProblem, settings: SolveSettings, step: Step, build: float
                    points=tuple(points))
 
 
-def _standard_form(problem: QPProblem, solve: Callable[..., RawSolution]) -> Step:
+def _standard_form(problem: QPProblem | StandardQP, solve: Callable[..., RawSolution]) -> Step:
     """A step that builds the standard-form QP (timed as build) and calls ``solve``."""
     design = problem.design()
 
@@ -134,10 +135,15 @@ def _standard_form(problem: QPProblem, solve: Callable[..., RawSolution]) -> Ste
     return step
 
 
-def solve_native(problem: QPProblem, settings: SolveSettings) -> Attempt:
-    """evalcert's active-set method (:mod:`evalcert.solvers.backends.native`)."""
+def solve_native(problem: QPProblem | StandardQP, settings: SolveSettings) -> Attempt:
+    """evalcert's active-set method (:mod:`evalcert.solvers.backends.native`); on
+    clipped-linear fits with :class:`~evalcert.solvers.ClippedLinear`'s start and
+    auxiliary completion."""
     from evalcert.solvers.backends import native
 
+    if isinstance(problem, StandardQP):
+        return _batch(problem, settings, _standard_form(
+            problem, lambda qp, x0, y0: native.solve(qp, settings, x0=x0, y0=y0)))
     design = problem.design()
     start = initial_point(design, np.zeros(design.K), np.zeros(design.J), problem.box)
     complete = partial(centre_free_aux, design, problem.box)
@@ -146,7 +152,7 @@ def solve_native(problem: QPProblem, settings: SolveSettings) -> Attempt:
                                                  y0=y0, complete=complete)))
 
 
-def solve_osqp_direct(problem: QPProblem, settings: SolveSettings) -> Attempt:
+def solve_osqp_direct(problem: QPProblem | StandardQP, settings: SolveSettings) -> Attempt:
     """OSQP on the sparse standard-form QP (:mod:`evalcert.solvers.backends.osqp_direct`)."""
     from evalcert.solvers.backends import osqp_direct
 
@@ -154,15 +160,20 @@ def solve_osqp_direct(problem: QPProblem, settings: SolveSettings) -> Attempt:
         problem, lambda qp, x0, y0: osqp_direct.solve(qp, settings, x0=x0, y0=y0)))
 
 
-def solve_cvxpy(problem: QPProblem, settings: SolveSettings, solver: str) -> Attempt:
-    """``ClippedLinearProgram`` through CVXPY with ``solver`` (a key of ``CVXPY_SOLVERS``).
+def solve_cvxpy(problem: QPProblem | StandardQP, settings: SolveSettings,
+                solver: str) -> Attempt:
+    """``ClippedLinearProgram`` through CVXPY with ``solver`` (a key of ``CVXPY_SOLVERS``);
+    a :class:`StandardQP` goes through the generic ``solve_qp``.
 
     Writing the CVXPY expressions is *build*; CVXPY's canonicalisation (first
     solve) and parameter updates are *compile*; the solver's own time is *solve*.
     CVXPY warm-starts only unweighted re-solves (see :mod:`evalcert.solvers.backends.cvxpy_`).
     """
-    from evalcert.solvers.backends.cvxpy_ import ClippedLinearProgram
+    from evalcert.solvers.backends.cvxpy_ import ClippedLinearProgram, solve_qp
 
+    if isinstance(problem, StandardQP):
+        return _batch(problem, settings,
+                      lambda weights, x0, y0: (solve_qp(problem.data, solver, settings), 0.0))
     start = time.perf_counter()
     prog = ClippedLinearProgram(problem.design(), problem.box, problem.weighted)
     build = time.perf_counter() - start

@@ -8,6 +8,12 @@ Two kinds of problem:
   many refits of one design with bootstrap multiplicities, solved one after
   the other as :class:`~evalcert.solvers.ClippedLinear` does (warm starts,
   one CVXPY compilation).
+* :class:`StandardQP` -- any QP already in standard form; here the hard Gini
+  projection (Prop. 4.1 of the identity-link paper) as
+  :func:`~evalcert.solvers.gini_projection.rectangle_qp`: ``min 1/2 ||s||^2``
+  over all cells with ``s = t`` on observed cells, the basis rectangles of
+  Lemma F.1 and ``|s| <= 1``. Its equality rows are redundant on a connected
+  design (they fix ``s``), a degenerate QP that tests the solvers' numerics.
 * :class:`IlpProblem` -- the per-key logic ILP of paper 003 (best achievable
   minimum label accuracy at a fixed answer key) under the M=1 axioms
   (:func:`evalcert.logic.ilp.best_min_accuracy_ilp`) or the M=2 pair axioms
@@ -24,11 +30,14 @@ Families (names used by :func:`make_problems` and ``evalcert bench --family``):
 ``real``            the PubMed, OPUS and ICLR peer-prediction matrices from
                     ``<repo>/../shared/data`` (skipped when absent), both boxes;
 ``bootstrap``       batches of multinomial-bootstrap refits of one matrix;
+``gini-hard``       rectangle QPs of additive scores on a sparse design;
 ``ilp-m1``, ``ilp-m2``  random graders' decisions at the true answer key.
 
-The Gini-projection family (hard and penalised, Prop. 4.1) is not here yet:
-``evalcert.solvers.gini_projection`` did not exist when this harness was
-written; add it as a third problem kind once it does.
+The *penalised* Gini projection (end of App. F.4) is Eq. 7 with the box on all
+cells, halved, with ridge ``2 lam`` (``gini_projection(S, penalised=True)``
+calls :class:`~evalcert.solvers.ClippedLinear`): the same QP as the
+``clipped-linear``/``real`` problems with ``box="all"``, so it has no family of
+its own; read those rows.
 
 Example
 -------
@@ -45,18 +54,19 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from evalcert.data import read_scores
+from evalcert.data import ScoreMatrix, read_scores
 from evalcert.errors import InputError
 from evalcert.logic.alarms import key_value
 from evalcert.logic.summaries import Decisions
 from evalcert.solvers.certificates import QP
 from evalcert.solvers.clipped_linear_qp import Design, build_qp
 
-__all__ = ["QPProblem", "IlpProblem", "FAMILIES", "REAL_MATRICES", "synthetic_scores",
-           "clipped_linear_family", "real_family", "bootstrap_family", "ilp_family",
+__all__ = ["QPProblem", "StandardQP", "IlpProblem", "FAMILIES", "REAL_MATRICES", "synthetic_scores",
+           "clipped_linear_family", "real_family", "bootstrap_family", "gini_hard_family",
+           "ilp_family",
            "make_problems", "default_data_dir"]
 
-FAMILIES = ("clipped-linear", "real", "bootstrap", "ilp-m1", "ilp-m2")
+FAMILIES = ("clipped-linear", "real", "bootstrap", "gini-hard", "ilp-m1", "ilp-m2")
 REAL_MATRICES = {"pubmed": "pubmed_200_S_directional.csv",
                  "opus": "opus_gpt4omini_186_S_directional.csv",
                  "iclr": "iclr_peer_review_100_S_directional.csv"}
@@ -115,6 +125,38 @@ class QPProblem:
         n = len(self.batch())
         return f"{K}x{J}, {int((~np.isnan(self.values)).sum())} cells" + \
             (f", {n} refits" if self.weighted else "")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class StandardQP:
+    """A QP given directly in standard form (one solve; no problem structure to exploit).
+
+    Attributes
+    ----------
+    family, name : str
+    data : QP
+    shape : tuple of int
+        The score-matrix shape it came from (for the report).
+    """
+
+    kind: ClassVar[str] = "qp"
+    family: str
+    name: str
+    data: QP = dataclasses.field(repr=False)
+    shape: tuple[int, int] = (0, 0)
+
+    def design(self) -> None:
+        return None
+
+    def batch(self) -> list[None]:
+        return [None]
+
+    def qp(self, weights: None = None, design: None = None) -> QP:
+        return self.data
+
+    @property
+    def size(self) -> str:
+        return f"{self.shape[0]}x{self.shape[1]}, n={self.data.n}, m={self.data.m}"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -216,6 +258,27 @@ def bootstrap_family(sizes: Sequence[tuple[int, int]], n_refits: int, seeds: Seq
     return out
 
 
+def gini_hard_family(sizes: Sequence[tuple[int, int]], seeds: Sequence[int]) -> list[StandardQP]:
+    """Rectangle QPs (hard Gini projection) of exactly additive scores in the box.
+
+    ``t_ij = theta_i - b_j`` with ``theta, b ~ U(-1/2, 1/2)`` (so every
+    completion lies in ``[-1, 1]``), observed on the sparse masks of
+    :func:`synthetic_scores`.
+    """
+    from evalcert.solvers.gini_projection import rectangle_qp
+
+    out = []
+    for (K, J) in sizes:
+        for seed in seeds:
+            rng = np.random.default_rng([seed, K, J, 4])
+            mask = ~np.isnan(synthetic_scores(K, J, COVERAGE["sparse"], 0.0, rng))
+            t = np.subtract.outer(rng.uniform(-0.5, 0.5, K), rng.uniform(-0.5, 0.5, J))
+            S = ScoreMatrix.from_array(np.where(mask, t, np.nan))
+            out.append(StandardQP("gini-hard", f"gini-hard-{K}x{J}-s{seed}", rectangle_qp(S),
+                                  (K, J)))
+    return out
+
+
 def _random_decisions(n_items: int, n_labels: int, n_graders: int,
                       rng: np.random.Generator) -> tuple[Decisions, tuple[int, ...]]:
     """Graders right with probability U(0.55, 0.9), else a uniform other label."""
@@ -248,16 +311,18 @@ def ilp_family(m: int, n_items: Sequence[int], seeds: Sequence[int], n_labels: i
 #: cores, ``full`` in the time stated in the module docstring of
 #: :mod:`evalcert.benchmarking.runner`.
 SCALES = {
-    "quick": {"sizes": [(10, 50), (30, 200)], "seeds": [0], "boot_sizes": [(30, 200)],
-              "refits": 10, "ilp_items": [20, 60], "ilp_seeds": [0]},
+    "quick": {"sizes": [(10, 50), (20, 120)], "seeds": [0], "boot_sizes": [(10, 50)],
+              "refits": 5, "gini_sizes": [(10, 50), (20, 120)], "ilp_items": [20, 60],
+              "ilp_seeds": [0]},
     "full": {"sizes": [(10, 50), (30, 200), (100, 1000)], "seeds": [0, 1, 2],
              "boot_sizes": [(30, 200), (100, 1000)], "refits": 50,
+             "gini_sizes": [(10, 50), (20, 120), (40, 300)],
              "ilp_items": [20, 60, 200], "ilp_seeds": [0, 1, 2]},
 }
 
 
 def make_problems(families: Sequence[str] = FAMILIES, scale: str = "quick",
-                  data_dir: Path | None = None) -> list[QPProblem | IlpProblem]:
+                  data_dir: Path | None = None) -> list[QPProblem | StandardQP | IlpProblem]:
     """All problems of ``families`` at ``scale`` (``"quick"`` or ``"full"``)."""
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
@@ -269,6 +334,7 @@ def make_problems(families: Sequence[str] = FAMILIES, scale: str = "quick",
         "clipped-linear": lambda: clipped_linear_family(c["sizes"], c["seeds"]),
         "real": lambda: real_family(data_dir),
         "bootstrap": lambda: bootstrap_family(c["boot_sizes"], c["refits"], c["seeds"]),
+        "gini-hard": lambda: gini_hard_family(c["gini_sizes"], c["seeds"]),
         "ilp-m1": lambda: ilp_family(1, c["ilp_items"], c["ilp_seeds"]),
         "ilp-m2": lambda: ilp_family(2, c["ilp_items"], c["ilp_seeds"]),
     }

@@ -210,9 +210,10 @@ class PerformanceProfile(ResultMixin):
     ratios: np.ndarray
 
     def fraction(self, backend: str, tau: float) -> float:
-        """``rho_b(tau)``: share of problems ``backend`` solved within ``tau`` x the best."""
+        """``rho_b(tau)``: share of problems ``backend`` solved within ``tau`` x the best
+        (``tau = inf``: its success rate)."""
         col = self.ratios[:, self.backends.index(backend)]
-        return float(np.mean(col <= tau)) if len(col) else NAN
+        return float(np.mean(np.isfinite(col) & (col <= tau))) if len(col) else NAN
 
     def curve(self, backend: str) -> tuple[np.ndarray, np.ndarray]:
         """Breakpoints of the step function: ``taus`` (finite ratios, sorted) and

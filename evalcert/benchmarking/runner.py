@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evalcert.benchmarking.backends import Attempt, Backend, select_backends
-from evalcert.benchmarking.families import FAMILIES, IlpProblem, QPProblem, make_problems
+from evalcert.benchmarking.families import (FAMILIES, IlpProblem, QPProblem, StandardQP,
+                                            make_problems)
 from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, RunRecord,
                                            performance_profiles, summarise,
                                            with_objective_errors)
@@ -67,24 +68,20 @@ PROFILES = {"low": Profile("low", 1e-3), "default": Profile("default", 1e-6),
 EXACT = Profile("exact", 0.0)
 
 
-def _certify_qp(problem: QPProblem, attempt: Attempt, tol: Tolerance) -> dict[str, Any]:
+def _certify_qp(problem: QPProblem | StandardQP, attempt: Attempt,
+                tol: Tolerance) -> dict[str, Any]:
+    """Certify every solve of the batch from the problem data; residuals are the
+    largest over the batch (NaN when the solver returned no point at all)."""
     design = problem.design()
-    out: dict[str, Any] = {"primal_residual": 0.0, "dual_residual": 0.0, "duality_gap": 0.0,
-                           "objective": 0.0, "passed": True}
-    batch = problem.batch()
-    if len(attempt.points) < len(batch) or any(x is None or y is None
-                                               for x, y in attempt.points):
-        out.update(passed=False, objective=math.nan)
-    for weights, (x, y) in zip(batch, attempt.points):
-        if x is None or y is None:
-            break
-        cert = qp_certificate(problem.qp(weights, design), x, y, tol)
-        out["primal_residual"] = max(out["primal_residual"], cert.primal_residual)
-        out["dual_residual"] = max(out["dual_residual"], cert.dual_residual)
-        out["duality_gap"] = max(out["duality_gap"], abs(cert.duality_gap))
-        out["objective"] += cert.primal_objective
-        out["passed"] &= cert.passed
-    return out
+    certs = [qp_certificate(problem.qp(weights, design), x, y, tol)
+             for weights, (x, y) in zip(problem.batch(), attempt.points)
+             if x is not None and y is not None]
+    complete = len(certs) == len(problem.batch())
+    return {"primal_residual": max((c.primal_residual for c in certs), default=math.nan),
+            "dual_residual": max((c.dual_residual for c in certs), default=math.nan),
+            "duality_gap": max((abs(c.duality_gap) for c in certs), default=math.nan),
+            "objective": sum(c.primal_objective for c in certs) if complete else math.nan,
+            "passed": complete and all(c.passed for c in certs)}
 
 
 def _certify_ilp(problem: IlpProblem, attempt: Attempt) -> dict[str, Any]:
@@ -94,7 +91,7 @@ def _certify_ilp(problem: IlpProblem, attempt: Attempt) -> dict[str, Any]:
     return {"objective": math.nan if value is None else float(value), "passed": passed}
 
 
-def _attempt(backend: Backend, problem: QPProblem | IlpProblem,
+def _attempt(backend: Backend, problem: QPProblem | StandardQP | IlpProblem,
              settings: SolveSettings) -> Attempt:
     """Call the backend; a crash is recorded as a failed attempt, not raised, so that
     one broken solver cannot stop a grid of thousands of runs."""
@@ -107,7 +104,7 @@ def _attempt(backend: Backend, problem: QPProblem | IlpProblem,
                        solve=time.perf_counter() - start)
 
 
-def run_one(task: tuple[QPProblem | IlpProblem, Backend, Profile, float, bool]) -> RunRecord:
+def run_one(task: tuple[QPProblem | StandardQP | IlpProblem, Backend, Profile, float, bool]) -> RunRecord:
     """Run, time and certify one ``(problem, backend, profile, time_limit, memory)``."""
     problem, backend, profile, time_limit, memory = task
     settings = SolveSettings(tolerance=profile.tolerance, time_limit=time_limit)
@@ -186,7 +183,7 @@ class BenchmarkResult(ResultMixin):
                 + format_table(rows, heads))
 
 
-def run_benchmark(problems: Sequence[QPProblem | IlpProblem],
+def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
                   backends: Sequence[Backend] | None = None,
                   profiles: Sequence[str] = ("low", "default", "high"), *,
                   time_limit: float = 10.0, shift: float = 0.01, memory: bool = True,
@@ -196,7 +193,7 @@ def run_benchmark(problems: Sequence[QPProblem | IlpProblem],
 
     Parameters
     ----------
-    problems : sequence of QPProblem or IlpProblem
+    problems : sequence of QPProblem, StandardQP or IlpProblem
     backends : sequence of Backend, optional
         Default: every installed backend. Pass your own :class:`Backend` to
         benchmark another solver.

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 from evalcert.benchmarking.families import FAMILIES
 from evalcert.benchmarking.runner import PROFILES
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "command_line"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,14 +45,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The ``evalcert bench`` command that reproduces ``args`` (written into the report)."""
+    words = ["evalcert", "bench", "--family", *args.family]
+    if args.backends:
+        words += ["--backends", *args.backends]
+    words += ["--profile", *args.profile, *(["--quick"] if args.quick else []),
+              "--out", args.out, "--time-limit", f"{args.time_limit:g}",
+              "--shift", f"{args.shift:g}"]
+    if args.jobs is not None:
+        words += ["--jobs", str(args.jobs)]
+    if args.joblib_backend != "loky":
+        words += ["--joblib-backend", args.joblib_backend]
+    if args.no_memory:
+        words.append("--no-memory")
+    return shlex.join(words)
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark, print its summary and where the report went."""
     from evalcert.benchmarking import bench
 
     result = bench(args.family, args.backends, args.profile, quick=args.quick, out=args.out,
-                   command="evalcert " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["bench"]
-                   else None,
-                   time_limit=args.time_limit, shift=args.shift, n_jobs=args.jobs,
+                   command=command_line(args), time_limit=args.time_limit, shift=args.shift, n_jobs=args.jobs,
                    joblib_backend=args.joblib_backend, memory=not args.no_memory)
     print(result.summary())
     print(f"report written to {args.out}/report.md (runs.csv, profile_*.png)")

@@ -343,7 +343,7 @@ class ClippedLinear:
                 # the unconstrained ridge fit, is the documented second try.
                 raw = solve(x0=cold, y0=None)
         else:
-            raw = backend.solve(qp, settings, x0=x0, y0=y0)
+            raw = backend.solve(qp, settings, x0=x0, y0=y0, cache=self._structure[2])
         sw.seconds["compile"] = raw.setup_time
         sw.seconds["solve"] = raw.solve_time
         return raw

@@ -18,6 +18,15 @@ on a connected design, else the dual-optimal ``u`` of least curl (two LPs
 over the box cells); ``lambda`` is the least-norm solution of
 ``P' lambda - D' mu = u*`` and ``mu`` follows.
 
+App. F.4 claims such a curl-free ``u*`` always exists. That holds on every
+connected design (``u* = s``) and whenever the box does not pin the offsets
+between components of a disconnected one, but not in general: with
+``t = [[0, ., 1, .], [., -1, ., 0.75]]`` the box binds at the unobserved
+cell (0, 3), every dual optimum has ``u_03 = 1.25`` while an additive ``u``
+would need 1.0, and the least curl is 0.25 (the "projection onto ker D"
+argument ignores that ``phi*`` is linear, not quadratic, beyond the box).
+Strong duality still holds, so ``curl_free`` is reported, not required.
+
 Example
 -------
 >>> import numpy as np
@@ -86,7 +95,8 @@ class GiniCertificate(ResultMixin):
     u_curl : float
         ``||D u||_inf``: the multipliers' ``u*`` is additive (App. F.4) when 0.
     curl_free : bool
-        ``u_curl`` within tolerance.
+        ``u_curl`` within tolerance (always on a connected design; see the
+        module docstring for when no curl-free dual optimum exists).
     passed : bool
         Primal feasibility, stationarity and the duality gap all within
         ``tolerance`` (weak duality then proves ``s`` optimal).
@@ -128,8 +138,8 @@ class GiniCertificate(ResultMixin):
                 ("||D u*|| (curl of u*)", self.u_curl)]
         verdict = "PASSED" if self.passed else "FAILED"
         curl_text = "curl-free" if self.curl_free else "NOT curl-free"
-        return (f"Huber-dual certificate {verdict}, u* {curl_text} "
-                f"(tolerance {self.tolerance.summary()})\n" + format_table(rows, ["quantity", "value"]))
+        return (f"Huber-dual certificate {verdict}, u* {curl_text} (tolerance "
+                f"{self.tolerance.summary()})\n" + format_table(rows, ["quantity", "value"]))
 
     def raise_if_failed(self, solver: str = "", status: str = "") -> None:
         """Raise :class:`CertificateError` naming the failing quantities."""

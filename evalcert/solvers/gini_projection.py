@@ -29,8 +29,9 @@ Three forms, one result type:
   b_j))^2 + box + lam (||theta||^2 + ||b||^2)``, which is one half of Eq. 7
   with ridge ``2 lam``: solved by :class:`~evalcert.solvers.ClippedLinear`.
 
-The certificate (:mod:`evalcert.solvers.gini_dual`) evaluates (D) at curl-free
-multipliers and needs nothing from the solver. If the design is connected the
+The certificate (:mod:`evalcert.solvers.gini_dual`) evaluates (D) at the
+least-curl multipliers (curl-free on connected designs) and needs nothing
+from the solver. If the design is connected the
 constraints alone fix ``s`` (the only additive completion of ``t``), so the
 objective matters only for the offsets between components of a disconnected
 design.
@@ -74,8 +75,11 @@ Method = Literal["additive", "rectangles"]
 #: Largest K * J for ``method="rectangles"`` (K*J variables, ~2 K*J rows).
 MAX_RECTANGLE_CELLS = 40_000
 
+#: Cells between components this close to the box are tried as active when polishing.
+POLISH_DELTA = 1e-3
+
 _PENALISED_HINT = ("use the penalised form gini_projection(S, penalised=True, lam=...) "
-                   "(App. F.4, = Eq. 7), which fits noisy scores")
+                   "(CLI: evalcert gini --penalised; App. F.4, = Eq. 7), which fits noisy scores")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,7 +98,7 @@ class GiniProjectionResult(ResultMixin):
     iterations : int
     timings : Timings
     certificate : GiniCertificate or None
-        Huber-dual certificate at the curl-free multipliers (hard forms).
+        Huber-dual certificate at the least-curl multipliers (hard forms).
     solver_certificate : Certificate or None
         KKT check of the solver's own multipliers on :func:`rectangle_qp`
         (``method="rectangles"``).
@@ -114,6 +118,10 @@ class GiniProjectionResult(ResultMixin):
         Ridge weight of the penalised form.
     clipped_linear : ClippedLinearResult or None
         The Eq. 7 fit behind the penalised form (ridge ``2 lam``).
+    solver_deviation : float or None
+        Hard forms: ``max |s_solver - s|`` between the solver's point and the
+        polished ``s`` returned (see :func:`_polish`; 0 if polishing did not
+        pass the certificate and the solver's point is returned as it is).
     """
 
     status: str
@@ -134,6 +142,7 @@ class GiniProjectionResult(ResultMixin):
     items: tuple[str, ...]
     lam: float | None = None
     clipped_linear: ClippedLinearResult | None = None
+    solver_deviation: float | None = None
 
     def summary(self) -> str:
         K, J = self.s.shape
@@ -143,15 +152,16 @@ class GiniProjectionResult(ResultMixin):
             head += f", lam={self.lam:g} (Eq. 7 with ridge {2 * self.lam:g})"
         lines = [head, f"solver {self.solver}: status {self.status}, {self.iterations} iterations, "
                        f"objective {self.objective:.10g}", f"timings: {self.timings.summary()}"]
+        if self.solver_deviation is not None:
+            lines.append(f"solver point within {self.solver_deviation:.3g} of the polished s")
         for cert in (self.certificate, self.solver_certificate):
             if cert is not None:
                 lines.append(cert.summary())
         if self.clipped_linear is not None:
             lines.append(self.clipped_linear.certificate.summary())
         order = np.argsort(-self.theta, kind="stable")[:40]
-        lines += ["", "ranking by theta:",
-                  format_table([(r + 1, self.agents[k], self.theta[k]) for r, k in enumerate(order)],
-                               ["rank", "agent", "theta"])]
+        ranking = [(r + 1, self.agents[k], self.theta[k]) for r, k in enumerate(order)]
+        lines += ["", "ranking by theta:", format_table(ranking, ["rank", "agent", "theta"])]
         return "\n".join(lines)
 
 
@@ -177,7 +187,7 @@ def rectangle_qp(S: ScoreMatrix, reference: tuple[int, int] = (0, 0)) -> QP:
               u=np.concatenate([t, np.zeros(m_d), np.ones(n)]))
 
 
-def _require_feasible(S: ScoreMatrix, tolerance: Tolerance) -> None:
+def _require_feasible(S: ScoreMatrix, tolerance: Tolerance) -> np.ndarray:
     """Raise :class:`InfeasibleError` unless some additive ``s`` in the box matches ``t`` on Omega.
 
     Additivity is tested exactly along a spanning forest
@@ -185,6 +195,8 @@ def _require_feasible(S: ScoreMatrix, tolerance: Tolerance) -> None:
     bounds the differences of the per-component offsets ``x``:
     ``-1 - s0_ij <= x_k(i) - x_l(j) <= 1 - s0_ij``, a system of difference
     constraints that is feasible iff its graph has no negative cycle.
+
+    Returns the additive completion ``s0`` (offset 0 in every component).
     """
     theta, b, residual, _ = additive_completion(S)
     tol = tolerance.abs_tol + tolerance.rel_tol
@@ -219,6 +231,42 @@ def _require_feasible(S: ScoreMatrix, tolerance: Tolerance) -> None:
                  "cell in [-1, 1]")
         raise InfeasibleError(f"the observed scores are additive but leave the box: {where}; "
                               f"{_PENALISED_HINT}")
+    return s0
+
+
+def _polish(S: ScoreMatrix, s: np.ndarray, s0: np.ndarray) -> np.ndarray:
+    """The exact optimum on the active set of the solver's ``s`` (as OSQP polishes).
+
+    Every feasible point is ``s0_ij + x_k(i) - x_l(j)``, one offset per
+    component of the design (Lemma F.1 with :func:`_require_feasible`), so a
+    connected design has ``s0`` as its only feasible point. Otherwise the
+    cells between components that ``s`` puts within ``POLISH_DELTA`` of the
+    box are held at +-1 and the least-squares offsets solved from the KKT
+    system. Interior-point solvers approach a weakly active box slowly
+    (the error in ``s`` goes like the square root of the gap), which this removes.
+    """
+    conn = S.connectivity()
+    if conn.is_connected:
+        return s0
+    K, J = S.shape
+    m, n = conn.n_components, K * J
+    rc, cc = np.meshgrid(conn.agent_component, conn.item_component, indexing="ij")
+    M = sp.csr_matrix((np.repeat([1.0, -1.0], n), (np.tile(np.arange(n), 2),
+                                                    np.r_[rc.ravel(), cc.ravel()])), shape=(n, m))
+    near = (rc != cc).ravel() & (np.abs(s.ravel()) >= 1.0 - POLISH_DELTA)
+    active = M[near].toarray()
+    kkt = np.block([[(M.T @ M).toarray(), active.T], [active, np.zeros((len(active),) * 2)]])
+    rhs = np.r_[-(M.T @ s0.ravel()), np.sign(s.ravel()[near]) - s0.ravel()[near]]
+    offsets = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:m]
+    return s0 + (M @ offsets).reshape(K, J)
+
+
+def _certify(S: ScoreMatrix, s: np.ndarray, reference: tuple[int, int],
+             settings: SolveSettings) -> tuple[GiniCertificate, np.ndarray]:
+    tol = settings.tolerance
+    on_box = np.abs(s) >= 1.0 - (tol.abs_tol + tol.rel_tol)
+    lambda_, mu = curl_free_multipliers(S, s, on_box, reference, settings)
+    return huber_certificate(S, s, lambda_, mu, tol, reference), on_box
 
 
 def _check_status(status: str, ok: bool, solver: str) -> None:
@@ -287,7 +335,7 @@ def gini_projection(S: ScoreMatrix, method: Method = "additive", *, penalised: b
 
     Solves Eq. 5-6 (``min sum s_ij^2`` over all cells, ``|s_ij| <= 1``,
     ``s = t`` on Omega, ``D s = 0``) and certifies the answer with the Huber
-    dual (D) of App. F.4 at curl-free multipliers (see the module docstring
+    dual (D) of App. F.4 at least-curl multipliers (see the module docstring
     for the scaling). With ``penalised=True`` it fits the noisy-data form
     at the end of App. F.4 instead.
 
@@ -348,7 +396,7 @@ def gini_projection(S: ScoreMatrix, method: Method = "additive", *, penalised: b
                          "use method='additive' (same optimum)")
     if not (0 <= reference[0] < K and 0 <= reference[1] < J):
         raise InputError(f"reference {reference} is outside the {K} x {J} matrix")
-    _require_feasible(S, tolerance)
+    s0 = _require_feasible(S, tolerance)
     sw = Stopwatch()
     settings = SolveSettings(tolerance=tolerance, time_limit=time_limit,
                              options=dict(solver_options or {}))
@@ -370,15 +418,20 @@ def gini_projection(S: ScoreMatrix, method: Method = "additive", *, penalised: b
         solver_cert.raise_if_failed(solver=solver, status=status)
     else:
         s, status, iterations = _solve_additive(S, solver, settings, sw)
-    on_box = np.abs(s) >= 1.0 - (tolerance.abs_tol + tolerance.rel_tol)
     with sw("certify"):
-        lambda_, mu = curl_free_multipliers(S, s, on_box, reference, settings)
-        cert = huber_certificate(S, s, lambda_, mu, tolerance, reference)
+        polished = _polish(S, s, s0)
+        cert, on_box = _certify(S, polished, reference, settings)
+        if not cert.passed:
+            polished = s
+            cert, on_box = _certify(S, s, reference, settings)
     cert.raise_if_failed(solver=solver, status=status)
+    deviation = float(np.max(np.abs(polished - s)))
+    s = polished
     theta, b = reference_parameters(s, reference)
     shift = b.mean()
     return GiniProjectionResult(
         status=status, objective=2.0 * cert.primal_value, solver=solver, method=method,
         iterations=iterations, timings=sw.timings(), certificate=cert,
-        solver_certificate=solver_cert, s=s, theta=theta - shift, b=b - shift, lambda_=lambda_,
-        mu=mu, on_box=on_box, agents=S.agents, items=S.items)
+        solver_certificate=solver_cert, s=s, theta=theta - shift, b=b - shift,
+        lambda_=cert.lambda_, mu=cert.mu, on_box=on_box, agents=S.agents, items=S.items,
+        solver_deviation=deviation)

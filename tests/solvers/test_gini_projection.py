@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalcert.cli import main
 from evalcert.data import ScoreMatrix
 from evalcert.errors import CertificateError, InfeasibleError, InputError
 from evalcert.solvers import ClippedLinear
@@ -138,6 +139,20 @@ def test_disconnected_design_objective_picks_offsets_against_the_box():
         assert res.certificate.passed and res.certificate.curl_free
 
 
+def test_curl_free_u_star_fails_when_the_box_pins_the_offset_between_components():
+    # App. F.4 claims u* = P' lambda - D' mu* is additive. Here the box binds at the
+    # unobserved cross cell (0, 3): the interior cells force an additive u to be
+    # s there (1.0), but u must be orthogonal to the additive matrix that is 1 on
+    # agent 1 and -1 on items 1, 3, which forces u_03 = 1.25. No dual optimum is
+    # curl-free; the least curl is 0.25. Strong duality still holds.
+    S = ScoreMatrix.from_array(np.array([[0.0, nan, 1.0, nan], [nan, -1.0, nan, 0.75]]))
+    res = gini_projection(S, "rectangles")
+    np.testing.assert_allclose(res.s, [[0, -0.75, 1, 1], [-0.25, -1, 0.75, 0.75]], atol=1e-9)
+    assert res.certificate.passed and not res.certificate.curl_free
+    assert res.certificate.u_curl == pytest.approx(0.25, abs=1e-6)
+    assert _u(res.certificate, S)[0, 3] == pytest.approx(1.25, abs=1e-6)
+
+
 def test_disconnected_design_interior_offset_minimises_sum_of_squares():
     S = ScoreMatrix.from_array(np.array([[0.5, nan], [nan, -0.1]]))
     res = gini_projection(S)
@@ -263,6 +278,17 @@ def test_summary_and_json():
     assert d["method"] == "additive" and len(d["s"]) == 5 and d["certificate"]["passed"]
 
 
+def test_cli_gini_verb_prints_certificate_and_suggests_penalised(tmp_path, capsys):
+    good, noisy = tmp_path / "good.csv", tmp_path / "noisy.csv"
+    good.write_text("agent,i1,i2,i3\na,0.5,,0.1\nb,0.2,0.6,-0.2\nc,,0.1,-0.7\n")
+    noisy.write_text("agent,i1,i2\na,0.1,0.2\nb,0.3,0.9\n")
+    assert main(["gini", str(good), "--json", str(tmp_path / "out.json")]) == 0
+    assert "Huber-dual certificate PASSED" in capsys.readouterr().out
+    assert main(["gini", str(noisy)]) == 2
+    assert "--penalised" in capsys.readouterr().err
+    assert main(["gini", str(noisy), "--penalised"]) == 0
+
+
 # --------------------------------------------------------------- properties
 @st.composite
 def additive_matrices(draw):
@@ -287,13 +313,14 @@ def additive_matrices(draw):
 
 @settings(max_examples=30)
 @given(additive_matrices())
-def test_property_forms_agree_with_zero_gap_and_curl_free_multipliers(S):
+def test_property_forms_agree_with_zero_gap_and_curl_free_multipliers_if_connected(S):
     a = gini_projection(S, "rectangles")
     b = gini_projection(S, "additive")
     np.testing.assert_allclose(a.s, b.s, atol=1e-5)
     for res in (a, b):
         cert = res.certificate
-        assert cert.passed and cert.curl_free and cert.relative_gap < 1e-6
+        assert cert.passed and res.solver_deviation < 1e-3
+        assert cert.curl_free or not S.connectivity().is_connected
         u = _u(cert, S)
         np.testing.assert_allclose(np.clip(u, -1, 1), res.s, atol=1e-6)
         np.testing.assert_allclose(res.s[S.observed], S.values[S.observed], atol=1e-6)

@@ -50,7 +50,8 @@ def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
         lu = spla.splu((K0 + reg).tocsc(), permc_spec="COLAMD")
         if cache is not None:
             if len(cache) >= 8:  # refits revisit few active sets; bound the memory
-                cache.clear()
+                for old in [k for k in cache if isinstance(k, bytes)]:
+                    del cache[old]
             cache[key] = (K0, lu)
     rhs = np.r_[-qp.q, rhs_bounds]
     z = np.r_[x, y_act]

@@ -22,13 +22,24 @@ _BIG = 1e30
 
 
 def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | None = None,
-          y0: np.ndarray | None = None) -> RawSolution:
-    """Solve ``qp`` with OSQP (polishing on); warm-start from ``x0``/``y0``."""
+          y0: np.ndarray | None = None, cache: dict | None = None) -> RawSolution:
+    """Solve ``qp`` with OSQP (polishing on); warm-start from ``x0``/``y0``.
+
+    ``cache`` (kept by the caller while ``P`` and ``A`` stay the same) holds
+    the set-up solver, so a refit only updates ``q`` and the bounds.
+    """
     opts = solver_options(NAME, settings)
     start = time.perf_counter()
-    solver = osqp.OSQP()
-    solver.setup(P=sp.triu(qp.P, format="csc"), q=qp.q, A=qp.A.tocsc(),
-                 l=np.maximum(qp.l, -_BIG), u=np.minimum(qp.u, _BIG), **opts)
+    lower, upper = np.maximum(qp.l, -_BIG), np.minimum(qp.u, _BIG)
+    solver = None if cache is None else cache.get(NAME)
+    if solver is None:
+        solver = osqp.OSQP()
+        solver.setup(P=sp.triu(qp.P, format="csc"), q=qp.q, A=qp.A.tocsc(), l=lower, u=upper,
+                     **opts)
+        if cache is not None:
+            cache[NAME] = solver
+    else:
+        solver.update(q=qp.q, l=lower, u=upper)
     if x0 is not None and settings.warm_start:
         solver.warm_start(x=x0, y=np.zeros(qp.m) if y0 is None else y0)
     setup = time.perf_counter() - start

@@ -9,7 +9,10 @@ Gauss-Hermite grid, so the ``Q`` nodes are re-centred at each model's posterior
 mean and scaled by its posterior sd every iteration (adaptive quadrature,
 Rabe-Hesketh, Skrondal and Pickles 2005). The M-step is one vectorised Newton
 step on the expected complete-data log-likelihood, whose stationary point is
-Sec. 3.4.2's "expected = observed" equation.
+Sec. 3.4.2's "expected = observed" equation, followed by a parameter-expansion
+step (PX-EM): the ability distribution's mean and variance are fitted and
+mapped back into ``(a, d)``, which removes EM's crawl along the overall scale
+(plain EM's rate there is about ``1 - 10 / n_items``).
 """
 
 from __future__ import annotations
@@ -44,7 +47,9 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     a = np.ones(Y.shape[1])
     d = np.log(share / (1 - share))
     mu, sd = np.zeros(Y.shape[0]), np.ones(Y.shape[0])
+    change = np.inf
     for n_iter in range(1, max_iter + 1):
+        a_old, d_old = a, d
         theta = mu[:, None] + sd[:, None] * z[None, :]                     # (N, Q)
         log_joint = log_w + np.log(sd)[:, None] - 0.5 * theta ** 2 + np.outer(Yo @ d, 1.0)
         log_joint += theta * (Yo @ a)[:, None]
@@ -72,11 +77,17 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
             dd, da = (h2 * g0 - h1 * g1) / det, (h0 * g1 - h1 * g0) / det
         dd, da = np.clip(dd, -1, 1), np.clip(da, -1, 1)
         d, a = d + dd, a + da
-        if max(np.max(np.abs(dd)), np.max(np.abs(da))) < tol:
+        # PX-EM: fit z ~ N(m, v) too, then map back to N(0, 1) (Liu, Rubin and Wu 1998)
+        m = mu.mean()
+        v = np.mean(mu ** 2 + sd ** 2) - m ** 2
+        d, a = d + a * m, a * np.sqrt(v)
+        mu, sd = (mu - m) / np.sqrt(v), sd / np.sqrt(v)
+        change = max(np.max(np.abs(d - d_old)), np.max(np.abs(a - a_old)))
+        if change < tol:
             break
     else:
         raise ConvergenceError(f"{what}: EM did not converge in {max_iter} iterations "
-                               f"(last change {max(np.max(np.abs(dd)), np.max(np.abs(da))):.3g})"
+                               f"(last change {change:.3g})"
                                "; raise max_iter or tol", solver="em", status="max_iter")
     if common_slope:
         var_a = np.full_like(h0, 1 / (h2.sum() - np.sum(h1 ** 2 / h0)))

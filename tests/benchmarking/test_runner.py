@@ -1,0 +1,109 @@
+"""Success is evalcert's certificate, not the solver's word: a backend that returns a
+perturbed point, one run at a too-loose tolerance, one that crashes and one that reports
+a wrong ILP value all count as failures; honest backends succeed."""
+
+import dataclasses
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from evalcert.benchmarking import (Backend, BenchmarkResult, clipped_linear_family,
+                                   ilp_family, run_benchmark, select_backends)
+from evalcert.benchmarking.backends import solve_native, solve_osqp_direct, solve_pulp
+from evalcert.solvers.certificates import Tolerance
+
+
+def perturbed_native(problem, settings):
+    """Solve exactly, then move the primal point by +-1e-3: the solver still says solved."""
+    att = solve_native(problem, settings)
+    return dataclasses.replace(att, points=tuple(
+        (x + 1e-3 * (-1.0) ** np.arange(len(x)), y) for x, y in att.points))
+
+
+def loose_osqp(problem, settings):
+    """OSQP told 1e-1 (eps 1e-3) whatever the profile asks, without polishing."""
+    return solve_osqp_direct(problem, dataclasses.replace(
+        settings, tolerance=Tolerance(1e-1, 1e-1), options={"polishing": False}))
+
+
+def crashing(problem, settings):
+    raise RuntimeError("segfault avoided")
+
+
+def overclaiming_highs(problem, settings):
+    """Claims 1/10 above the closed-form M=1 value, which bounds M=1 and M=2 answers."""
+    att = solve_pulp(problem, settings, solver="highs")
+    return dataclasses.replace(att, value=problem.bound() + Fraction(1, 10))
+
+
+@pytest.fixture(scope="module")
+def result() -> BenchmarkResult:
+    problems = clipped_linear_family([(8, 30)], seeds=[0], boxes=("observed",))[:2]
+    problems += ilp_family(1, [12], seeds=[0]) + ilp_family(2, [12], seeds=[0])
+    backends = select_backends(["native", "pulp-highs"]) + [
+        Backend("perturbed", "qp", perturbed_native), Backend("loose-osqp", "qp", loose_osqp),
+        Backend("crashing", "qp", crashing), Backend("overclaiming", "ilp", overclaiming_highs)]
+    return run_benchmark(problems, backends, ["default"], n_jobs=1, memory=True,
+                         progress=False)
+
+
+def records(result, backend):
+    return [r for r in result.records if r.backend == backend]
+
+
+def test_honest_backends_succeed(result):
+    assert all(r.success for r in records(result, "native"))
+    ilps = records(result, "pulp-highs")
+    assert len(ilps) == 2 and all(r.success and r.objective_error == 0 for r in ilps)
+    assert records(result, "pulp-highs")[0].objective == float(ilp_family(1, [12], [0])[0].bound())
+
+
+def test_perturbed_solution_fails_the_certificate(result):
+    for r in records(result, "perturbed"):
+        assert r.solver_ok and not r.success and r.reason == "certificate failed"
+        assert max(r.primal_residual, r.dual_residual) > 1e-4
+
+
+def test_too_loose_tolerance_fails_the_certificate(result):
+    for r in records(result, "loose-osqp"):
+        assert r.status == "solved" and not r.success
+        assert max(r.primal_residual, r.dual_residual, abs(r.duality_gap)) > 1e-6
+
+
+def test_crash_is_a_failure_not_an_exception(result):
+    for r in records(result, "crashing"):
+        assert not r.success and r.status.startswith("error: RuntimeError")
+        assert np.isnan(r.objective)
+
+
+def test_ilp_value_above_closed_form_fails(result):
+    assert [r.success for r in records(result, "overclaiming")] == [False, False]
+
+
+def test_failures_are_charged_the_time_limit(result):
+    by = {(s.backend): s for s in result.summaries}
+    assert by["crashing"].sgm == pytest.approx(10.0) and by["crashing"].success_rate == 0
+    assert by["native"].success_rate == 1 and by["native"].sgm_ratio == pytest.approx(1.0)
+
+
+def test_peak_memory_is_measured(result):
+    assert all(r.peak_memory_mib > 0 for r in records(result, "native"))
+
+
+def test_same_seed_same_problems():
+    a = clipped_linear_family([(6, 9)], seeds=[3])
+    b = clipped_linear_family([(6, 9)], seeds=[3])
+    assert all(np.array_equal(p.values, q.values, equal_nan=True) for p, q in zip(a, b))
+    assert len(a) == 8 and len({p.name for p in a}) == 8
+
+
+def test_runs_on_a_dask_cluster():
+    distributed = pytest.importorskip("distributed")
+    problems = clipped_linear_family([(5, 8)], seeds=[1], boxes=("all",))[:2]
+    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2,
+                            dashboard_address=None):
+        res = run_benchmark(problems, select_backends(["native"]), ["low"],
+                            joblib_backend="dask", memory=False, progress=False)
+    assert [r.problem for r in res.records] == [p.name for p in problems]
+    assert all(r.success for r in res.records)
