@@ -99,7 +99,9 @@ Step = Callable[[np.ndarray, Any, Any], tuple[RawSolution, float]]
 def _batch(problem: QPProblem | StandardQP, settings: SolveSettings, step: Step,
            build: float = 0.0) -> Attempt:
     """Run ``step(weights, x0, y0) -> (solution, build seconds)`` over the batch,
-    warm-starting each refit from the previous one and stopping at the first failure."""
+    warm-starting each refit from the previous one and stopping at the first failure
+    or when the batch has used up ``settings.time_limit``."""
+    start = time.perf_counter()
     points: list[tuple[np.ndarray | None, np.ndarray | None]] = []
     compile_s = solve_s = 0.0
     iters = 0
@@ -112,12 +114,17 @@ def _batch(problem: QPProblem | StandardQP, settings: SolveSettings, step: Step,
         solve_s += raw.solve_time
         iters += max(raw.iterations, 0)
         points.append((raw.x, raw.y))
-        if not raw.ok:
+        if not raw.ok or time.perf_counter() - start > settings.time_limit:
             break
         if settings.warm_start:
             x0, y0 = raw.x, raw.y
-    ok = raw is not None and raw.ok and len(points) == len(problem.batch())
-    return Attempt(status=raw.status if raw is not None else "empty batch", ok=ok,
+    if raw is None:
+        status, ok = "empty batch", False
+    elif raw.ok and len(points) < len(problem.batch()):
+        status, ok = f"time limit after {len(points)} of {len(problem.batch())} refits", False
+    else:
+        status, ok = raw.status, raw.ok
+    return Attempt(status=status, ok=ok,
                    iterations=iters, build=build, compile=compile_s, solve=solve_s,
                    points=tuple(points))
 

@@ -315,7 +315,7 @@ SCALES = {
               "refits": 5, "gini_sizes": [(10, 50), (20, 120)], "ilp_items": [20, 60],
               "ilp_seeds": [0]},
     "full": {"sizes": [(10, 50), (30, 200), (100, 1000)], "seeds": [0, 1, 2],
-             "boot_sizes": [(30, 200), (100, 1000)], "refits": 50,
+             "boot_sizes": [(30, 200)], "refits": 50,
              "gini_sizes": [(10, 50), (20, 120), (40, 300)],
              "ilp_items": [20, 60, 200], "ilp_seeds": [0, 1, 2]},
 }

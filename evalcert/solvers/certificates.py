@@ -48,6 +48,10 @@ class QP:
         Row bounds; ``-inf`` / ``+inf`` for one-sided rows.
     r : float
         Constant term of the objective.
+    eliminable : ndarray of int, optional
+        Variables whose block of ``P`` is diagonal with a positive diagonal
+        (no ``P`` entries between two of them); a solver may eliminate them
+        first. A structural hint only: it never changes the problem.
     """
 
     P: sp.csc_matrix
@@ -56,6 +60,7 @@ class QP:
     l: np.ndarray
     u: np.ndarray
     r: float = 0.0
+    eliminable: np.ndarray | None = dataclasses.field(default=None, repr=False)
 
     @property
     def n(self) -> int:

@@ -140,7 +140,12 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
         else (2.0 * (H + ridge)).tocsc()
     q = np.r_[-2.0 * (DtW @ scores), np.zeros(k)]
     A, l, u = _constraints(design, box)
-    return QP(P=P, q=q, A=A, l=l, u=u, r=float(np.sum(weights * scores ** 2)))
+    # The difficulties' block of P is diagonal, 2 (sum_i w_ij + lam), positive
+    # when every item carries weight or lam > 0: eliminable first.
+    col_weight = np.bincount(design.cols, weights=weights, minlength=J)
+    eliminable = K + np.arange(J) if np.all(col_weight + lam > 0) else None
+    return QP(P=P, q=q, A=A, l=l, u=u, r=float(np.sum(weights * scores ** 2)),
+              eliminable=eliminable)
 
 
 def initial_point(design: Design, theta: np.ndarray, b: np.ndarray, box: str) -> np.ndarray:

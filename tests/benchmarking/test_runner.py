@@ -8,7 +8,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from evalcert.benchmarking import (Backend, BenchmarkResult, clipped_linear_family,
+from evalcert.benchmarking import (Backend, BenchmarkResult, bootstrap_family,
+                                   clipped_linear_family,
                                    ilp_family, run_benchmark, select_backends)
 from evalcert.benchmarking.backends import solve_native, solve_osqp_direct, solve_pulp
 from evalcert.solvers.certificates import Tolerance
@@ -107,3 +108,10 @@ def test_runs_on_a_dask_cluster():
                             joblib_backend="dask", memory=False, progress=False)
     assert [r.problem for r in res.records] == [p.name for p in problems]
     assert all(r.success for r in res.records)
+
+
+def test_bootstrap_batch_over_the_time_limit_fails():
+    (batch,) = bootstrap_family([(6, 9)], n_refits=5, seeds=[0], boxes=("all",))
+    (rec,) = run_benchmark([batch], select_backends(["native"]), ["low"], time_limit=1e-9,
+                           n_jobs=1, memory=False, progress=False).records
+    assert "time" in rec.status and not rec.success and rec.reason

@@ -23,7 +23,7 @@ from scipy.special import expit
 
 from evalcert.errors import ConvergenceError, InputError
 from evalcert.results import ResultMixin, format_table
-from evalcert.solvers.irt.data import ResponseData, validate_responses
+from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_responses
 
 __all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs"]
 
@@ -141,9 +141,6 @@ class IRTEstimator:
     def _row_dim(self) -> int:
         return 1
 
-    def _col_dim(self) -> int:
-        return 1
-
     def _link(self, R: np.ndarray, C: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
@@ -221,14 +218,21 @@ class IRTEstimator:
             raise InputError(f"this {type(self).__name__} is not fitted yet; call fit(Y) first")
 
     def _fit(self, data: ResponseData) -> dict[str, Any]:
-        rng = np.random.default_rng(self.seed)
-        R0, C0, g0 = self._init_params(data.shape, rng)
-        return self._solve(data, R0, C0, g0, free=("rows", "cols", "glob"), lam=self.lam)
+        """Joint ML (``jml``: all-0/all-1 lines excluded, Sec. 3.3.1) or MAP (``map``)."""
+        keep_r, keep_c = (extreme_lines(data, warn=True) if self.method == "jml"
+                          and self.kind == "binary" else
+                          (np.ones(data.shape[0], bool), np.ones(data.shape[1], bool)))
+        sub = data.take(keep_r, keep_c)
+        R0, C0, g0 = self._init_params(sub, np.random.default_rng(self.seed))
+        out = self._solve(sub, R0, C0, g0, free=("rows", "cols", "glob"),
+                          lam=0.0 if self.method == "jml" else self.lam)
+        return {**out, "keep_rows": keep_r, "keep_cols": keep_c}
 
-    def _init_params(self, shape: tuple[int, int], rng: np.random.Generator
+    def _init_params(self, data: ResponseData, rng: np.random.Generator
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        C0 = np.tile(np.asarray(self.col_prior_center, float), (shape[1], 1))
-        return np.zeros((shape[0], self._row_dim())), C0, np.zeros(self.family.n_glob)
+        """Starting values: zero abilities, items at the prior centre."""
+        C0 = np.tile(np.asarray(self.col_prior_center, float), (data.shape[1], 1))
+        return np.zeros((data.shape[0], self._row_dim())), C0, np.zeros(self.family.n_glob)
 
     def _solve(self, data: ResponseData, R: np.ndarray, C: np.ndarray, g: np.ndarray, *,
                free: tuple[str, ...], lam: float) -> dict[str, Any]:

@@ -111,18 +111,9 @@ class Rasch(IRTEstimator):
 
     # -- methods ------------------------------------------------------------------------
     def _fit(self, data: ResponseData) -> dict[str, Any]:
+        if self.method in ("jml", "map"):
+            return super()._fit(data)
         return getattr(self, f"_fit_{self.method}")(data)
-
-    def _fit_jml(self, data: ResponseData) -> dict[str, Any]:
-        keep_r, keep_c = extreme_lines(data, warn=True)
-        sub = data.take(keep_r, keep_c)
-        R0, C0, g0 = self._init_params(sub.shape, np.random.default_rng(self.seed))
-        out = self._solve(sub, R0, C0, g0, free=("rows", "cols"), lam=0.0)
-        return {**out, "keep_rows": keep_r, "keep_cols": keep_c}
-
-    def _fit_map(self, data: ResponseData) -> dict[str, Any]:
-        R0, C0, g0 = self._init_params(data.shape, np.random.default_rng(self.seed))
-        return self._solve(data, R0, C0, g0, free=("rows", "cols"), lam=self.lam)
 
     def _fit_cml(self, data: ResponseData) -> dict[str, Any]:
         """Newton iterations on the conditional likelihood (Eq. 3.6).
