@@ -19,10 +19,13 @@ Tolerance profiles are the accuracy tiers of the benchmark conventions:
 ``low`` 1e-3, ``default`` 1e-6, ``high`` 1e-9. The ILPs are exact (``gapRel=0``)
 and run once, under the profile ``exact``.
 
-Durations on two shared cores (``n_jobs=2``): ``evalcert bench --quick`` about
-a minute; the full grid (``evalcert bench``) see the README table of the last
-run (tens of minutes, dominated by the 100 x 1000 problems and SCS/ECOS at the
-high tier).
+Measured durations on two shared cores (``--jobs 2``, load average 6-11 from
+other jobs): ``evalcert bench --quick`` (30 problems, 476 runs) 61 s of runs,
+65 s wall. The full grid (``evalcert bench``: 111 problems, 1710 runs, sizes up
+to 100 x 1000 and 40 x 300 rectangle QPs, 3 seeds) did 1100 runs in 12.6 min
+before it was stopped; expect 35-45 min at that load and about half on two
+idle cores, dominated by the 100 x 1000 fits (CVXPY compilation, SCS and ECOS
+at the high tier) and by the 50-refit bootstrap batches.
 """
 
 from __future__ import annotations

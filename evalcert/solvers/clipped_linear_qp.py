@@ -141,9 +141,12 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     q = np.r_[-2.0 * (DtW @ scores), np.zeros(k)]
     A, l, u = _constraints(design, box)
     # The difficulties' block of P is diagonal, 2 (sum_i w_ij + lam), positive
-    # when every item carries weight or lam > 0: eliminable first.
+    # when every item carries weight or lam > 0: a solver may eliminate it
+    # first. Not with the observed-cells box, whose active cell rows share
+    # items and would leave a large reduced system (a sparse LU is faster).
     col_weight = np.bincount(design.cols, weights=weights, minlength=J)
-    eliminable = K + np.arange(J) if np.all(col_weight + lam > 0) else None
+    eliminable = K + np.arange(J) if box != "observed" and np.all(col_weight + lam > 0) \
+        else None
     return QP(P=P, q=q, A=A, l=l, u=u, r=float(np.sum(weights * scores ** 2)),
               eliminable=eliminable)
 

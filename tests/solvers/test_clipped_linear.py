@@ -185,3 +185,18 @@ def test_pubmed_fit_agrees_across_backends():
             continue
         assert m.result_.objective == pytest.approx(ref.result_.objective, rel=1e-6)
         np.testing.assert_allclose(m.theta_, ref.theta_, atol=1e-4)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_native_does_not_cycle_on_sparse_saturated_observed_box(seed):
+    # Designs on which the active-set method with c = max diag(P) cycled (the
+    # benchmark's cl-observed-sparse-saturated-25x150 family); c = 100 max diag(P)
+    # solves them.
+    from evalcert.benchmarking.families import SPREAD, synthetic_scores
+
+    values = synthetic_scores(25, 150, 0.3, SPREAD["saturated"], np.random.default_rng(seed))
+    S = ScoreMatrix.from_array(values)
+    native = ClippedLinear(box="observed").fit(S)
+    ref = ClippedLinear(box="observed", solver="clarabel").fit(S)
+    assert native.result_.status == "solved"
+    assert native.result_.objective == pytest.approx(ref.result_.objective, rel=1e-6)

@@ -153,6 +153,41 @@ def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
     return z[:n], z[n:]
 
 
+def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
+                complete, cache: dict, start: float, time_limit: float):
+    """The primal-dual active-set iteration from ``(x, y)`` with constant ``c``."""
+    x, y = x.copy(), y.copy()
+    eq = qp.l == qp.u
+    fin_u, fin_l = np.isfinite(qp.u), np.isfinite(qp.l)
+    seen: set[bytes] = set()
+    previous = b""
+    status, ok, iterations = "max_iter_reached", False, 0
+    for iterations in range(1, max_iter + 1):
+        Ax = qp.A @ x
+        upper = ~eq & fin_u & (y + c * (Ax - qp.u) > 0)
+        lower = ~eq & fin_l & ~upper & (y + c * (Ax - qp.l) < 0)
+        key = np.packbits(np.r_[upper, lower]).tobytes()
+        if iterations > 1 and key == previous:
+            status, ok = "solved", True
+            break
+        if key in seen:
+            status = "cycling"
+            break
+        seen.add(key)
+        previous = key
+        active = eq | upper | lower
+        bounds = np.where(upper, qp.u, qp.l)[active]
+        x, y_act = _kkt_solve(qp, active, bounds, x, y[active], cache)
+        y = np.zeros(qp.m)
+        y[active] = y_act
+        if complete is not None:
+            x = complete(x, y)
+        if time.perf_counter() - start > time_limit:
+            status = "time_limit"
+            break
+    return x, y, status, ok, iterations
+
+
 def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | None = None,
           y0: np.ndarray | None = None,
           complete: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
@@ -179,39 +214,18 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
     opts = solver_options(NAME, settings)
     start = time.perf_counter()
     cache = {} if cache is None else cache
-    x = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=float).copy()
-    y = np.zeros(qp.m) if y0 is None else np.asarray(y0, dtype=float).copy()
-    eq = qp.l == qp.u
-    fin_u, fin_l = np.isfinite(qp.u), np.isfinite(qp.l)
+    x_start = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=float)
+    y_start = np.zeros(qp.m) if y0 is None else np.asarray(y0, dtype=float)
     # The update constant c trades multipliers (scale of P) against violations
-    # (scale of the bounds); c of the order of the largest diagonal entry of P
-    # avoids the cycling seen with c = 1 on the observed-cells box.
-    c = max(1.0, float(qp.P.diagonal().max()) if qp.n else 1.0)
-    seen: set[bytes] = set()
-    previous = b""
-    status, ok, iterations = "max_iter_reached", False, 0
-    for iterations in range(1, int(opts["max_iter"]) + 1):
-        Ax = qp.A @ x
-        upper = ~eq & fin_u & (y + c * (Ax - qp.u) > 0)
-        lower = ~eq & fin_l & ~upper & (y + c * (Ax - qp.l) < 0)
-        key = np.packbits(np.r_[upper, lower]).tobytes()
-        if iterations > 1 and key == previous:
-            status, ok = "solved", True
-            break
-        if key in seen:
-            status = "cycling"
-            break
-        seen.add(key)
-        previous = key
-        active = eq | upper | lower
-        bounds = np.where(upper, qp.u, qp.l)[active]
-        x, y_act = _kkt_solve(qp, active, bounds, x, y[active], cache)
-        y = np.zeros(qp.m)
-        y[active] = y_act
-        if complete is not None:
-            x = complete(x, y)
-        if time.perf_counter() - start > settings.time_limit:
-            status = "time_limit"
+    # (scale of the bounds). c = 1 cycles on the observed-cells box; 100 times
+    # the largest diagonal entry of P solved every case seen (saturated sparse
+    # designs included). If the active set still cycles, the method restarts
+    # once with c 100 times larger, then gives up with status "cycling".
+    scale = max(1.0, float(qp.P.diagonal().max()) if qp.n else 1.0)
+    for c in (100.0 * scale, 1e4 * scale):
+        x, y, status, ok, iterations = _active_set(qp, x_start, y_start, c, int(opts["max_iter"]),
+                                                   complete, cache, start, settings.time_limit)
+        if status != "cycling":
             break
     elapsed = time.perf_counter() - start
     return RawSolution(x=x, y=y, status=status, ok=ok, iterations=iterations,

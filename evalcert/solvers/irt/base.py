@@ -75,22 +75,24 @@ class IRTResult(ResultMixin):
         return text + "".join(f"\nnote: {n}" for n in self.notes)
 
 
-def lbfgs(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int,
-          what: str) -> tuple[np.ndarray, int]:
+def lbfgs(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int, what: str,
+          ftol: float = 1e-14) -> tuple[np.ndarray, int]:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS (Sec. 3.2.5).
 
-    Raises :class:`ConvergenceError` when the iteration budget runs out or the
-    line search fails away from a stationary point.
+    Stops when ``max |gradient| <= tol`` or the relative decrease of the
+    objective falls below ``ftol``. Raises :class:`ConvergenceError` when the
+    iteration budget runs out or the line search fails away from a stationary
+    point.
     """
     res = minimize(fun, x0, jac=True, method="L-BFGS-B",
                    options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
-                            "ftol": 1e-14, "maxcor": 20})
+                            "ftol": ftol, "maxcor": 20})
     grad = np.max(np.abs(res.jac)) if res.jac.size else 0.0
     if res.status == 1 or (not res.success and grad > 1e3 * tol):
         raise ConvergenceError(
             f"{what}: L-BFGS stopped after {res.nit} iterations ({res.message}), "
-            f"max |gradient| {grad:.3g} > tol {tol:g}; raise max_iter or use a prior "
-            "(method='map')", solver="L-BFGS-B", status=str(res.message))
+            f"max |gradient| {grad:.3g} > tol {tol:g}; raise max_iter, loosen tol, or "
+            "add a prior (larger lam)", solver="L-BFGS-B", status=str(res.message))
     return res.x, int(res.nit)
 
 
@@ -159,6 +161,10 @@ class IRTEstimator:
                   ) -> tuple[np.ndarray, np.ndarray, str]:
         return R, C, "none"
 
+    def _prepare(self, data: ResponseData) -> ResponseData:
+        """Transform validated data before any fit (Beta-IRT clips here)."""
+        return data
+
     def _stage2_lam(self) -> float:
         """Prior precision of the free block in a two-stage fit."""
         return self.lam if self.method == "map" else 1e-3
@@ -171,7 +177,7 @@ class IRTEstimator:
                              f"got {self.method!r}")
         if not self.lam >= 0:
             raise InputError(f"lam must be >= 0, got {self.lam!r}")
-        data = validate_responses(Y, mask, kind=self.kind)
+        data = self._prepare(validate_responses(Y, mask, kind=self.kind))
         start = time.perf_counter()
         out = self._fit(data)
         R, C, ident = self._identify(out["R"], out["C"], data)
@@ -275,7 +281,7 @@ class IRTEstimator:
 
     def _fit_block(self, Y_new: Any, mask: np.ndarray | None, free: str) -> "IRTEstimator":
         self._check_fitted()
-        data = validate_responses(Y_new, mask, kind=self.kind)
+        data = self._prepare(validate_responses(Y_new, mask, kind=self.kind, allow_empty=True))
         axis = 1 if free == "rows" else 0
         fixed = self.col_params_ if free == "rows" else self.row_params_
         if data.shape[axis] != fixed.shape[0]:
@@ -301,11 +307,12 @@ class IRTEstimator:
         else:
             out.update(R=self.row_params_, se_R=self._se_R)
         new = copy.copy(self)
-        new._finish(data, out, time.perf_counter() - start, keep_frozen=free)
+        new._finish(data, out, time.perf_counter() - start,
+                    frozen="cols" if free == "rows" else "rows")
         return new
 
     def _finish(self, data: ResponseData, out: dict[str, Any], seconds: float,
-                keep_frozen: str | None = None) -> None:
+                frozen: str | None = None) -> None:
         n, m = data.shape
         keep_r = out.get("keep_rows", np.ones(n, bool))
         keep_c = out.get("keep_cols", np.ones(m, bool))
@@ -313,12 +320,13 @@ class IRTEstimator:
         C = _scatter(out["C"], keep_c, m)
         se_R = _scatter(out.get("se_R"), keep_r, n)
         se_C = _scatter(out.get("se_C"), keep_c, m)
-        mean_r = np.divide((data.values * data.observed).sum(1), data.observed.sum(1))
+        mean_r = np.divide((data.values * data.observed).sum(1),
+                           np.maximum(data.observed.sum(1), 1))
         mean_c = np.divide((data.values * data.observed).sum(0),
                            np.maximum(data.observed.sum(0), 1))
-        if keep_frozen != "rows":
+        if frozen != "rows":
             self._row_limit = np.where(keep_r, np.nan, mean_r)
-        if keep_frozen != "cols":
+        if frozen != "cols":
             self._col_limit = np.where(keep_c, np.nan, mean_c)
         self.row_params_, self.col_params_ = R, C
         self.glob_params_ = np.asarray(out.get("g", np.zeros(0)))

@@ -67,7 +67,7 @@ def _listing(names: tuple[str, ...], idx: np.ndarray, limit: int = 8) -> str:
 
 def validate_responses(Y: Any, mask: Any = None, *,
                        kind: Literal["binary", "unit"] = "binary",
-                       allow_empty_items: bool = False) -> ResponseData:
+                       allow_empty: bool = False) -> ResponseData:
     """Check a response matrix and return it as :class:`ResponseData`.
 
     Parameters
@@ -77,9 +77,9 @@ def validate_responses(Y: Any, mask: Any = None, *,
         ``NaN`` marks a missing cell.
     mask : array of bool, same shape, optional
         ``True`` = held out (ignored by the fit).
-    allow_empty_items : bool
-        Accept items with no observed cell (JE-IRT can place them from their
-        embedding alone).
+    allow_empty : bool
+        Accept models and items with no observed cell (JE-IRT places new
+        items from their embeddings alone).
 
     Raises
     ------
@@ -120,10 +120,8 @@ def validate_responses(Y: Any, mask: Any = None, *,
                              f"held out), got {mask.dtype} {mask.shape}")
         present = present & ~mask
     for axis, names, what in ((1, models, "models"), (0, items, "items")):
-        if what == "items" and allow_empty_items:
-            continue
         empty = np.flatnonzero(~present.any(axis=axis))
-        if empty.size:
+        if empty.size and not allow_empty:
             raise InputError(f"{empty.size} {what} have no observed (non-NaN, not held-out) "
                              f"response: {_listing(names, empty)}; drop them before fitting")
     return ResponseData(np.where(present, values, 0.0), present, models, items)

@@ -103,7 +103,7 @@ class TwoPL(IRTEstimator):
         else:
             loc = float(theta[anchor[1]])
             how = f"ability of {data.model_names[anchor[1]]!r} = 0"
-        if scale != 1.0:
+        if anchor is not None and self.method != "mml":
             how += ", abilities sd 1"
         R = (R - loc) / scale
         C = np.column_stack([C[:, 0] * scale, (C[:, 1] - loc) / scale])

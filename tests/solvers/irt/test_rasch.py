@@ -1,0 +1,118 @@
+"""Rasch estimators: recovery, agreement across methods, extremes, identification."""
+
+import numpy as np
+import pytest
+
+from evalcert.errors import ConvergenceError, InputError
+from evalcert.solvers.irt import ExtremeResponseWarning, Rasch
+
+from .conftest import simulate
+
+
+@pytest.fixture(scope="module")
+def fits(rasch_data):
+    Y = rasch_data[0]
+    return {m: Rasch(method=m).fit(Y) for m in ("jml", "cml", "mml", "map")}
+
+
+@pytest.mark.parametrize("method", ["jml", "cml", "mml", "map"])
+def test_recovery_correlation_and_scale(fits, rasch_data, method):
+    _, theta, b, _ = rasch_data
+    est = fits[method]
+    assert np.corrcoef(est.difficulties_, b)[0, 1] > 0.97
+    assert 0.85 < np.polyfit(b, est.difficulties_, 1)[0] < 1.15
+    assert np.corrcoef(est.abilities_, theta)[0, 1] > 0.9
+    assert abs(est.difficulties_.mean()) < 1e-8          # sum-zero identification
+    assert est.result_.converged and np.isfinite(est.loglik_)
+    assert np.all(est.difficulties_se_ > 0)
+
+
+def test_jml_cml_mml_agree_on_rasch_data(fits):
+    cml = fits["cml"].difficulties_
+    for method in ("jml", "mml"):
+        assert np.max(np.abs(fits[method].difficulties_ - cml)) < 0.1
+    # JML's incidental-parameter bias inflates the spread by about M/(M-1)
+    assert fits["jml"].difficulties_.std() > cml.std()
+
+
+def test_cml_stable_at_20000_items():
+    Y, theta, b, _ = simulate(30, 20_000, seed=3)
+    with pytest.warns(ExtremeResponseWarning):
+        est = Rasch(method="cml").fit(Y)
+    d = est.difficulties_
+    ok = np.isfinite(d)
+    assert np.isfinite(est.loglik_) and est.result_.n_iter < 30
+    assert np.corrcoef(d[ok], b[ok])[0, 1] > 0.8
+    assert np.corrcoef(est.abilities_, theta)[0, 1] > 0.99
+
+
+def test_extremes_excluded_for_jml_kept_for_map():
+    Y, *_ = simulate(60, 25, seed=4)
+    Y[0] = 1.0
+    Y[:, 3] = 0.0
+    with pytest.warns(ExtremeResponseWarning, match="excluded 1 models"):
+        jml = Rasch(method="jml").fit(Y)
+    assert np.isnan(jml.abilities_[0]) and np.isnan(jml.difficulties_[3])
+    assert jml.result_.excluded_models == ("model0",)
+    assert np.all(jml.predict_proba()[0] == 1.0)
+    map_ = Rasch(method="map").fit(Y)
+    assert np.isfinite(map_.abilities_).all() and map_.abilities_[0] == map_.abilities_.max()
+
+
+def test_anchor_item_identification_and_same_predictions(rasch_data):
+    Y = rasch_data[0]
+    a = Rasch(method="jml", anchor_item=5).fit(Y)
+    s = Rasch(method="jml").fit(Y)
+    assert a.difficulties_[5] == 0.0
+    assert np.allclose(a.predict_proba(), s.predict_proba(), atol=1e-6)
+    m = Rasch(method="cml", anchor_model="model2").fit(Y)
+    assert m.abilities_[2] == 0.0
+
+
+def test_dataframe_names_kept():
+    pd = pytest.importorskip("pandas")
+    Y, *_ = simulate(40, 10, seed=5)
+    df = pd.DataFrame(Y, index=[f"llm{i}" for i in range(40)],
+                      columns=[f"q{j}" for j in range(10)])
+    est = Rasch(method="map").fit(df)
+    assert est.model_names_[0] == "llm0" and est.result_.item_names[-1] == "q9"
+    assert est.result_.to_dict()["parameters"]["abilities"][0] == pytest.approx(
+        est.abilities_[0])
+
+
+def test_mcmc_draws_rhat_ess_and_same_seed_same_numbers():
+    Y, theta, b, _ = simulate(40, 20, seed=6)
+    kw = dict(method="mcmc", n_chains=3, n_draws=300, n_burn=300, seed=7)
+    est = Rasch(**kw).fit(Y)
+    assert est.draws_["abilities"].shape == (3, 300, 40)
+    assert np.max(est.rhat_["difficulties"]) < 1.1
+    assert np.all(est.ess_["difficulties"] > 50)
+    assert np.corrcoef(est.difficulties_, b)[0, 1] > 0.85
+    map_ = Rasch(method="map").fit(Y)
+    assert np.max(np.abs(est.difficulties_ - map_.difficulties_)) < 0.3
+    assert np.array_equal(Rasch(**kw).fit(Y).abilities_, est.abilities_)
+
+
+def test_non_convergence_raises(rasch_data):
+    with pytest.raises(ConvergenceError):
+        Rasch(method="jml", max_iter=2).fit(rasch_data[0])
+    with pytest.raises(ConvergenceError):
+        Rasch(method="mml", max_iter=2).fit(rasch_data[0])
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.array([[0, 1, 2], [1, 0, 1]], float), "outside"),
+    (np.array([[np.nan, np.nan], [1, 0]]), "no observed"),
+    (np.zeros(4), "2-D"),
+])
+def test_bad_inputs_raise_input_error(bad, match):
+    with pytest.raises(InputError, match=match):
+        Rasch().fit(bad)
+
+
+def test_mismatched_mask_and_unknown_method_raise():
+    Y = np.eye(3)
+    with pytest.raises(InputError, match="mask"):
+        Rasch().fit(Y, mask=np.zeros((2, 3), bool))
+    with pytest.raises(InputError, match="method"):
+        Rasch(method="em").fit(Y)
