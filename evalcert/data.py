@@ -17,6 +17,7 @@ Example
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Iterable, Literal, Sequence
 
@@ -265,10 +266,12 @@ class ScoreMatrix:
     def n_items(self) -> int:
         return self.values.shape[1]
 
-    @property
+    @functools.cached_property
     def observed(self) -> np.ndarray:
-        """Boolean mask of observed cells."""
-        return ~np.isnan(self.values)
+        """Boolean mask of observed cells (computed once, read-only)."""
+        mask = ~np.isnan(self.values)
+        mask.setflags(write=False)
+        return mask
 
     @property
     def n_observed(self) -> int:

@@ -49,6 +49,14 @@ def as_score_matrix(S: Any) -> ScoreMatrix:
     return ScoreMatrix.from_array(S)
 
 
+def _count_outside_box(theta: np.ndarray, b: np.ndarray) -> int:
+    """Number of cells with ``|theta_i - b_j| > 1``, in O((K + J) log J)."""
+    b_sorted = np.sort(b)
+    below = np.searchsorted(b_sorted, theta - 1.0, side="left")      # b_j < theta_i - 1
+    above = len(b) - np.searchsorted(b_sorted, theta + 1.0, side="right")  # b_j > theta_i + 1
+    return int(below.sum() + above.sum())
+
+
 def _check_weights(S: ScoreMatrix, sample_weight: Any) -> np.ndarray:
     """Per-observed-cell weights (row-major), validated."""
     obs = S.observed
@@ -217,7 +225,7 @@ class ClippedLinear:
         self._program = None
         self._last: tuple[str, np.ndarray, np.ndarray] | None = None
         self._structure: tuple[tuple, Any, dict] | None = None
-        self._connected_key: bytes | None = None
+        self._connected_key: tuple | None = None
 
     def __getstate__(self) -> dict:
         # Solver caches (a compiled CVXPY problem, SuperLU factorisations) are
@@ -253,11 +261,11 @@ class ClippedLinear:
         self._check_params()
         S = as_score_matrix(S)
         weights = _check_weights(S, sample_weight)
-        used = np.zeros(S.shape, dtype=bool)
-        used[S.observed] = weights > 0
         if self.require_connected:
-            key = np.packbits(used).tobytes()
+            key = (S.shape, np.packbits(weights > 0).tobytes())
             if key != self._connected_key:
+                used = np.zeros(S.shape, dtype=bool)
+                used[S.observed] = weights > 0
                 S.require_connected(used)
                 self._connected_key = key
         sw = Stopwatch()
@@ -281,7 +289,6 @@ class ClippedLinear:
         cert.raise_if_failed(solver=self.solver, status=raw.status)
         K, J = design.K, design.J
         theta, b = raw.x[:K].copy(), raw.x[K:K + J].copy()
-        pred = theta[:, None] - b[None, :]
         self._last = (design.key, raw.x, raw.y)
         self.theta_, self.b_ = theta, b
         self.agents_, self.items_ = S.agents, S.items
@@ -290,7 +297,7 @@ class ClippedLinear:
             iterations=raw.iterations, timings=sw.timings(), certificate=cert, theta=theta, b=b,
             agents=S.agents, items=S.items, lam=float(self.lam), box=self.box,
             n_observed=int((weights > 0).sum()),
-            n_clipped=int((np.abs(pred) > 1).sum()) if self.box == "none" else 0)
+            n_clipped=_count_outside_box(theta, b) if self.box == "none" else 0)
         return self
 
     def _build(self, S: ScoreMatrix, weights: np.ndarray):

@@ -73,6 +73,8 @@ def test_box_binds_on_saturated_data_and_not_on_interior(demo):
     assert m.predict().max() == pytest.approx(1.0, abs=1e-9)
     free = ClippedLinear(box="none").fit(demo)
     assert free.result_.n_clipped > 0 and free.result_.objective < m.result_.objective
+    raw = free.theta_[:, None] - free.b_[None, :]
+    assert free.result_.n_clipped == int((np.abs(raw) > 1).sum())
     interior = ClippedLinear(box="all").fit(_interior())
     assert interior.result_.certificate.binding == []
     assert np.abs(interior.predict()).max() < 1
