@@ -192,7 +192,7 @@ class IRTEstimator:
         """
         self._check_fitted()
         P = self.family.mean(self._link(self.row_params_, self.col_params_), self.glob_params_)
-        for axis, limit in ((1, self._row_limit), (0, self._col_limit)):
+        for axis, limit in ((0, self._col_limit), (1, self._row_limit)):
             lim = np.expand_dims(limit, axis)
             P = np.where(np.isnan(lim), P, lim)
         return P
@@ -320,10 +320,10 @@ class IRTEstimator:
         C = _scatter(out["C"], keep_c, m)
         se_R = _scatter(out.get("se_R"), keep_r, n)
         se_C = _scatter(out.get("se_C"), keep_c, m)
-        mean_r = np.divide((data.values * data.observed).sum(1),
-                           np.maximum(data.observed.sum(1), 1))
-        mean_c = np.divide((data.values * data.observed).sum(0),
-                           np.maximum(data.observed.sum(0), 1))
+        obs, kr, kc = data.observed.astype(float), keep_r.astype(float), keep_c.astype(float)
+        hits = data.values * obs
+        mean_r = (hits @ kc) / np.maximum(obs @ kc, 1)
+        mean_c = (kr @ hits) / np.maximum(kr @ obs, 1)
         if frozen != "rows":
             self._row_limit = np.where(keep_r, np.nan, mean_r)
         if frozen != "cols":

@@ -17,7 +17,8 @@ import numpy as np
 
 from evalcert.errors import InputError
 
-__all__ = ["ResponseData", "ExtremeResponseWarning", "validate_responses", "extreme_lines"]
+__all__ = ["ResponseData", "ExtremeResponseWarning", "validate_responses", "extreme_lines",
+           "finite_items"]
 
 
 class ExtremeResponseWarning(UserWarning):
@@ -162,3 +163,17 @@ def extreme_lines(data: ResponseData, *, warn: bool) -> tuple[np.ndarray, np.nda
         raise InputError("every model or every item has all-0 or all-1 responses; no finite "
                          "ML estimate exists (use method='map')")
     return keep_r, keep_c
+
+
+def finite_items(data: ResponseData) -> np.ndarray:
+    """Items that are not all 0 or all 1 (warns about the others); for marginal ML."""
+    n, ones = data.observed.sum(0), (data.values * data.observed).sum(0)
+    keep = (ones > 0) & (ones < n)
+    if not keep.all():
+        warnings.warn(f"excluded {int((~keep).sum())} items "
+                      f"({_listing(data.item_names, np.flatnonzero(~keep))}) whose responses are "
+                      "all 0 or all 1: their marginal ML difficulties are infinite",
+                      ExtremeResponseWarning, stacklevel=4)
+    if not keep.any():
+        raise InputError("every item has all-0 or all-1 responses; nothing to estimate")
+    return keep

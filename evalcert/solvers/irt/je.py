@@ -62,7 +62,7 @@ class JEIRT(IRTEstimator):
     methods = ("map",)
 
     def __init__(self, item_embeddings: np.ndarray, dims: int = 16, hidden: int = 32, *,
-                 lam: float = 0.1, tol: float = 1e-4, max_iter: int = 5000, seed: int = 0):
+                 lam: float = 0.1, tol: float = 1e-3, max_iter: int = 5000, seed: int = 0):
         super().__init__("map", lam=lam, anchor_item=None, anchor_model=None,
                          tol=tol, max_iter=max_iter, seed=seed)
         X = np.asarray(item_embeddings, dtype=float)
@@ -146,7 +146,7 @@ class JEIRT(IRTEstimator):
             return val, np.concatenate([grads[k].ravel() for k in shapes])
 
         x, n_iter = lbfgs(fun, np.concatenate([init[k].ravel() for k in shapes]),
-                          tol=self.tol, max_iter=self.max_iter, what="je-irt", ftol=1e-9)
+                          tol=self.tol, max_iter=self.max_iter, what="je-irt", ftol=1e-8)
         w = unpack(x)
         self.adapter_ = {k: w[k] for k in ("W1", "b1", "W2", "b2")}
         E = self._adapter(w, X)[1]

@@ -2,7 +2,7 @@
 
 Abilities are integrated out (Eq. 3.7) under ``theta ~ N(0, 1)``; item logits
 are ``eta = a_j theta + d_j``. With one common slope ``a`` this is the Rasch
-model with ``theta ~ N(0, a^2)`` and ``b_j = -d_j / a``; with free slopes it is
+model with ``theta = a z ~ N(0, a^2)`` and ``b_j = -d_j``; with free slopes it is
 the 2PL. Deviation from the chapter's fixed nodes: with thousands of items the
 posterior of ``theta_i`` is far narrower than the spacing of any fixed
 Gauss-Hermite grid, so the ``Q`` nodes are re-centred at each model's posterior

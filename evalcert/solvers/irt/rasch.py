@@ -10,7 +10,9 @@
 
 JML and CML exclude all-0/all-1 models and items with an
 :class:`~evalcert.solvers.irt.data.ExtremeResponseWarning` (their estimates
-are infinite); MML, MAP and MCMC keep them. Identification (Sec. 3.2.4) is a
+are infinite); MAP and MCMC keep them; MML keeps such models (the ability
+distribution makes them finite) but excludes such items, whose marginal ML
+difficulty is still infinite. Identification (Sec. 3.2.4) is a
 shift: difficulties sum to zero by default, or ``anchor_item``/``anchor_model``
 is set to zero. The likelihood is shift-invariant, so this changes no
 prediction.
@@ -32,7 +34,7 @@ import numpy as np
 
 from evalcert.errors import ConvergenceError
 from evalcert.solvers.irt.base import IRTEstimator
-from evalcert.solvers.irt.data import ResponseData, extreme_lines
+from evalcert.solvers.irt.data import ResponseData, extreme_lines, finite_items as _finite_items
 from evalcert.solvers.irt.esf import conditional_terms
 from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
 from evalcert.solvers.irt.mml import mml_em
@@ -155,11 +157,14 @@ class Rasch(IRTEstimator):
                 "keep_rows": keep_r, "keep_cols": keep_c}
 
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:
-        em = mml_em(data.values, data.observed, common_slope=True, n_quad=self.n_quad,
+        keep_c = _finite_items(data)
+        sub = data.take(slice(None), keep_c)
+        em = mml_em(sub.values, sub.observed, common_slope=True, n_quad=self.n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="rasch mml")
         sd = float(em["a"][0])
-        return {"R": sd * em["eap"][:, None], "C": -(em["d"] / sd)[:, None],
-                "se_R": sd * em["psd"][:, None], "se_C": (em["se_d"] / sd)[:, None],
+        return {"R": sd * em["eap"][:, None], "C": -em["d"][:, None],
+                "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c,
+                "se_R": sd * em["psd"][:, None], "se_C": em["se_d"][:, None],
                 "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
                 "extra": {"population_sd": sd}}
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from evalcert.solvers.irt.base import IRTEstimator
-from evalcert.solvers.irt.data import ResponseData
+from evalcert.solvers.irt.data import ResponseData, finite_items
 from evalcert.solvers.irt.mml import mml_em
 
 __all__ = ["TwoPL"]
@@ -115,7 +115,9 @@ class TwoPL(IRTEstimator):
     def _fit(self, data: ResponseData) -> dict[str, Any]:
         if self.method != "mml":
             return super()._fit(data)
-        em = mml_em(data.values, data.observed, common_slope=False, n_quad=self.n_quad,
+        keep_c = finite_items(data)
+        sub = data.take(slice(None), keep_c)
+        em = mml_em(sub.values, sub.observed, common_slope=False, n_quad=self.n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="2pl mml")
         a, d = em["a"], em["d"]
         b = -d / a
@@ -123,4 +125,5 @@ class TwoPL(IRTEstimator):
         return {"R": em["eap"][:, None], "C": np.column_stack([a, b]),
                 "se_R": em["psd"][:, None],
                 "se_C": np.column_stack([em["se_a"], np.sqrt(np.maximum(var_b, 0))]),
-                "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal"}
+                "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
+                "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c}

@@ -10,11 +10,12 @@ from evalcert.solvers.irt import JEIRT, BetaIRT, LogisticFactor, TwoPL
 def test_twopl_recovery(twopl_data, method):
     Y, theta, b, a = twopl_data
     est = TwoPL(method=method).fit(Y)
+    ok = np.isfinite(est.abilities_)
+    assert np.corrcoef(est.abilities_[ok], theta[ok])[0, 1] > 0.9
     assert np.corrcoef(est.difficulties_, b)[0, 1] > 0.95
     assert np.corrcoef(est.discriminations_, a)[0, 1] > 0.8
     assert 0.8 < np.median(est.discriminations_ / a) < 1.25
     assert 0.85 < np.polyfit(b, est.difficulties_, 1)[0] < 1.2
-    assert np.corrcoef(est.abilities_, theta)[0, 1] > 0.9
 
 
 def test_factor_model_recovers_logits():
@@ -48,17 +49,17 @@ def test_beta_irt_recovery_and_clipping_reported():
 
 def test_je_irt_fits_and_onboards_a_new_model():
     rng = np.random.default_rng(10)
-    X = rng.normal(size=(120, 6))
-    EQ = X[:, :3] + np.array([1.5, 0, 0])
-    EM = rng.normal(size=(31, 3)) * 1.5
+    X = rng.normal(size=(80, 4))
+    EQ = X[:, :2] + np.array([1.5, 0])
+    EM = rng.normal(size=(26, 2)) * 1.5
     n = np.linalg.norm(EQ, axis=1)
     L = EM @ (EQ / n[:, None]).T - n
     Y = (rng.random(L.shape) < 1 / (1 + np.exp(-L))).astype(float)
-    est = JEIRT(X, dims=3, hidden=8).fit(Y[:30])
+    est = JEIRT(X, dims=2, hidden=4).fit(Y[:25])
     P = est.predict_proba()
-    assert np.corrcoef(P.ravel(), 1 / (1 + np.exp(-L[:30].ravel())))[0, 1] > 0.8
+    assert np.corrcoef(P.ravel(), 1 / (1 + np.exp(-L[:25].ravel())))[0, 1] > 0.8
     frozen = est.item_embeddings_.copy()
-    new = est.fit_models(Y[30:])
+    new = est.fit_models(Y[25:])
     assert np.array_equal(new.item_embeddings_, frozen)      # only the new embedding moved
-    assert new.abilities_.shape == (1, 3)
-    assert np.corrcoef(new.predict_proba()[0], 1 / (1 + np.exp(-L[30])))[0, 1] > 0.7
+    assert new.abilities_.shape == (1, 2)
+    assert np.corrcoef(new.predict_proba()[0], 1 / (1 + np.exp(-L[25])))[0, 1] > 0.7

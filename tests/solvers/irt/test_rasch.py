@@ -29,10 +29,11 @@ def test_recovery_correlation_and_scale(fits, rasch_data, method):
 
 def test_jml_cml_mml_agree_on_rasch_data(fits):
     cml = fits["cml"].difficulties_
-    for method in ("jml", "mml"):
-        assert np.max(np.abs(fits[method].difficulties_ - cml)) < 0.1
-    # JML's incidental-parameter bias inflates the spread by about M/(M-1)
-    assert fits["jml"].difficulties_.std() > cml.std()
+    assert np.max(np.abs(fits["mml"].difficulties_ - cml)) < 0.1
+    jml = fits["jml"].difficulties_
+    assert np.corrcoef(jml, cml)[0, 1] > 0.999
+    # JML's incidental-parameter bias (Sec. 3.3.1) stretches the scale a little
+    assert 1.0 < jml.std() / cml.std() < 1.2
 
 
 def test_cml_stable_at_20000_items():
@@ -48,8 +49,8 @@ def test_cml_stable_at_20000_items():
 
 def test_extremes_excluded_for_jml_kept_for_map():
     Y, *_ = simulate(60, 25, seed=4)
-    Y[0] = 1.0
     Y[:, 3] = 0.0
+    Y[0] = 1.0              # item 3 becomes all-0 only once model0 is excluded
     with pytest.warns(ExtremeResponseWarning, match="excluded 1 models"):
         jml = Rasch(method="jml").fit(Y)
     assert np.isnan(jml.abilities_[0]) and np.isnan(jml.difficulties_[3])
