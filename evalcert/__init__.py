@@ -10,10 +10,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# OSQP's extension must be loaded before HiGHS (highspy) first solves: in the
-# reverse order the first OSQP setup segfaults (native symbol clash between
-# highspy 1.15 and osqp 1.1, seen in this project's test suite). Loading it
-# here makes the order hold whatever the caller imports first.
+# OSQP's extension must be loaded before PuLP: PuLP 3.3 loads highspy's
+# extension with RTLD_GLOBAL at import, and an OSQP extension loaded after it
+# segfaults in setup (osqp 1.1.3, highspy 1.15.1, PuLP 3.3.2). Every evalcert
+# module (and every joblib worker) imports this package first, so the order
+# holds whatever the caller imports.
 import osqp  # noqa: F401,E402
 
 __version__ = "0.1.0"

@@ -14,12 +14,6 @@ Example
 True
 """
 
-# OSQP must be loaded before PuLP: PuLP 3.3 loads highspy's extension with
-# RTLD_GLOBAL at import, and an OSQP extension loaded after it segfaults in
-# setup (seen with osqp 1.1.3, highspy 1.15.1, PuLP 3.3.2). Importing it here
-# protects every joblib worker, which imports this package before any task runs.
-import osqp  # noqa: F401  (isort: skip)
-
 from evalcert.benchmarking.backends import (Attempt, Backend, default_backends,
                                             select_backends)
 from evalcert.benchmarking.families import (FAMILIES, IlpProblem, QPProblem, StandardQP,

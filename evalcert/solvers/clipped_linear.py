@@ -82,6 +82,12 @@ class ClippedLinearCertificate(Certificate):
     lam: float = 0.0
     box: str = "all"
 
+    @classmethod
+    def of(cls, cert: Certificate, lam: float, box: str) -> "ClippedLinearCertificate":
+        """Attach the fit's ``lam`` and ``box`` to a generic certificate."""
+        return cls(**{f.name: getattr(cert, f.name) for f in dataclasses.fields(Certificate)},
+                   lam=lam, box=box)
+
     def verify(self, S: ScoreMatrix, sample_weight: np.ndarray | None = None,
                tolerance: Tolerance | None = None) -> "ClippedLinearCertificate":
         """Recompute residuals and gap from ``S`` and the stored primal/dual point.
@@ -100,9 +106,7 @@ class ClippedLinearCertificate(Certificate):
         cert = qp_certificate(qp, self.x, self.y, tolerance or self.tolerance,
                               binding_constraints(design, self.box, self.x, self.y,
                                                   S.agents, S.items))
-        out = ClippedLinearCertificate(**{f.name: getattr(cert, f.name)
-                                          for f in dataclasses.fields(Certificate)},
-                                       lam=self.lam, box=self.box)
+        out = ClippedLinearCertificate.of(cert, self.lam, self.box)
         out.raise_if_failed(solver="verify", status="recomputed")
         return out
 
@@ -283,9 +287,7 @@ class ClippedLinear:
             cert = qp_certificate(qp, raw.x, raw.y, settings.tolerance,
                                   binding_constraints(design, self.box, raw.x, raw.y,
                                                       S.agents, S.items))
-            cert = ClippedLinearCertificate(**{f.name: getattr(cert, f.name)
-                                               for f in dataclasses.fields(Certificate)},
-                                            lam=float(self.lam), box=self.box)
+            cert = ClippedLinearCertificate.of(cert, float(self.lam), self.box)
         cert.raise_if_failed(solver=self.solver, status=raw.status)
         K, J = design.K, design.J
         theta, b = raw.x[:K].copy(), raw.x[K:K + J].copy()
