@@ -16,4 +16,4 @@ def test_osqp_setup_survives_pulp_loaded_through_evalcert():
             "print(round(float(s.solve().x[0]), 3))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "-1.0"
+    assert abs(float(out.stdout) + 1.0) < 1e-2  # OSQP default accuracy: x = -1
