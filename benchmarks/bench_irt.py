@@ -12,6 +12,7 @@ importable (girth takes items x persons). Targets: Rasch CML at 100 x 5000
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import time
 import warnings
 
@@ -52,6 +53,8 @@ def girth_runs(slopes: bool):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-girth", action="store_true")
+    parser.add_argument("--girth-timeout", type=float, default=120.0,
+                        help="seconds before a girth run is stopped")
     args = parser.parse_args()
     rows = []
     for slopes, model in ((False, "rasch"), (True, "2pl")):
@@ -64,7 +67,8 @@ def main() -> None:
                      for m in ("jml", "mml", "map")})
             if not args.skip_girth:
                 for name, f in girth_runs(slopes).items():
-                    runs[name] = lambda Y, f=f: _scatter(f(Y[:, keep]), keep)
+                    runs[name] = lambda Y, name=name: _scatter(
+                        _with_timeout(name, Y[:, keep], args.girth_timeout), keep)
             for name, run in runs.items():
                 start = time.perf_counter()
                 try:
@@ -76,6 +80,9 @@ def main() -> None:
                 except ConvergenceError as exc:
                     r = slope = float("nan")
                     status = f"ConvergenceError ({str(exc)[:40]}...)"
+                except TimeoutError as exc:
+                    r = slope = float("nan")
+                    status = str(exc)
                 seconds = time.perf_counter() - start
                 rows.append((model, f"{shape[0]}x{shape[1]}", name, seconds, r, slope, status))
                 print(format_table(rows[-1:], ["model", "size", "method", "seconds",
@@ -84,6 +91,24 @@ def main() -> None:
     print()
     print(format_table(rows, ["model", "size", "method", "seconds", "corr(b)", "slope(b)",
                               "status"]))
+
+
+def _girth_worker(name: str, Y: np.ndarray, queue) -> None:
+    slopes = "twopl" in name
+    queue.put(np.asarray(girth_runs(slopes)[name](Y), dtype=float))
+
+
+def _with_timeout(name: str, Y: np.ndarray, timeout: float) -> np.ndarray:
+    """Run one girth estimator in a child process; stop it after ``timeout`` s."""
+    queue = mp.get_context("fork").Queue()
+    proc = mp.get_context("fork").Process(target=_girth_worker, args=(name, Y, queue))
+    proc.start()
+    proc.join(timeout)
+    if proc.is_alive():
+        proc.terminate()
+        proc.join()
+        raise TimeoutError(f"stopped after {timeout:g} s")
+    return queue.get()
 
 
 def _scatter(values, keep):

@@ -332,8 +332,7 @@ class IRTEstimator:
         self.glob_params_ = np.asarray(out.get("g", np.zeros(0)))
         self._se_R, self._se_C = se_R, se_C
         params = self._publish(R, C)
-        ses = {k: v for k, v in self._publish(se_R, se_C).items()} if (
-            se_R is not None and se_C is not None) else {}
+        ses = (self._publish(se_R, se_C) if se_R is not None and se_C is not None else {})
         extra = out.get("extra", {})
         for name, value in {**params, **extra}.items():
             setattr(self, f"{name}_", value)

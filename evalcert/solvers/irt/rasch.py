@@ -64,7 +64,8 @@ class Rasch(IRTEstimator):
     ----------
     abilities_, difficulties_, abilities_se_, difficulties_se_, loglik_,
     result_ (:class:`IRTResult`); ``mml``: ``population_sd_``; ``mcmc``:
-    ``draws_`` (dict of (chains, draws, n) arrays), ``rhat_``, ``ess_``.
+    ``draws_`` (dict of (chains, draws, n) arrays, always on the sum-zero
+    scale), ``rhat_``, ``ess_``.
     """
 
     model_name = "rasch"
