@@ -25,7 +25,17 @@ from evalcert.errors import ConvergenceError, InputError
 from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_responses
 
-__all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs"]
+__all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid"]
+
+
+def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log(1 + e^eta), sigma(eta))`` from one logistic evaluation.
+
+    ``log(1 + e^eta) = -log sigma(-eta)``; twice as fast as ``logaddexp`` plus
+    ``expit``. Logits are clipped to +-700, far beyond any fitted value.
+    """
+    q = expit(-np.clip(eta, -700.0, 700.0))
+    return -np.log(q), 1.0 - q
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,8 +113,8 @@ class Bernoulli:
 
     def nll(self, eta: np.ndarray, y: np.ndarray, obs: np.ndarray,
             g: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        val = float(np.sum(obs * (np.logaddexp(0.0, eta) - y * eta)))
-        return val, obs * (expit(eta) - y), np.zeros(0)
+        softplus, p = softplus_sigmoid(eta)
+        return float(np.sum(obs * (softplus - y * eta))), obs * (p - y), np.zeros(0)
 
     def curvature(self, eta: np.ndarray, obs: np.ndarray, g: np.ndarray) -> np.ndarray:
         p = expit(eta)

@@ -8,7 +8,9 @@ one row per item; no encoder is downloaded) through a small trainable adapter
 ``E_Q = tanh(X W1 + b1) W2 + b2``; model embeddings ``E_M`` are a free table.
 Everything is trained by L-BFGS on the Bernoulli likelihood with a ridge
 ``lam`` (numpy/scipy only). Deviations: tanh instead of the paper's MLP
-activation (smooth for L-BFGS), and the base embeddings are standardised.
+activation (smooth for L-BFGS), the base embeddings are standardised, and the
+norm is smoothed, ``|E_Q| = sqrt(sum E_Q^2 + 0.01)``, because pure-noise items
+pull embeddings to the origin where the direction is undefined.
 
 Onboarding a new model (paper: "adding new LLMs") is :meth:`JEIRT.fit_models`:
 only its embedding is fitted, with the adapter and all other models frozen.
@@ -79,10 +81,10 @@ class JEIRT(IRTEstimator):
         return self.dims
 
     # link: eta_ij = E_Mi . u_j - n_j with n_j = |E_Qj|, u_j = E_Qj / n_j; the norm is
-    # smoothed, n = sqrt(|E_Q|^2 + 1e-6), so an item embedding may pass through zero
+    # smoothed, n = sqrt(|E_Q|^2 + 0.01), so an item embedding may pass through zero
     @staticmethod
     def _norm(C: np.ndarray) -> np.ndarray:
-        return np.sqrt(np.sum(C ** 2, axis=1, keepdims=True) + 1e-6)
+        return np.sqrt(np.sum(C ** 2, axis=1, keepdims=True) + 0.01)
 
     def _link(self, R: np.ndarray, C: np.ndarray) -> np.ndarray:
         n = self._norm(C)
@@ -100,7 +102,7 @@ class JEIRT(IRTEstimator):
 
     def _publish(self, R: np.ndarray, C: np.ndarray) -> dict[str, np.ndarray]:
         return {"abilities": R, "item_embeddings": C,
-                "difficulties": np.linalg.norm(C, axis=1)}
+                "difficulties": self._norm(C)[:, 0]}
 
     def _identify(self, R, C, data):
         return R, C, "none (embeddings are defined up to a common rotation)"

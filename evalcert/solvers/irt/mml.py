@@ -21,16 +21,21 @@ from typing import Any
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from scipy.special import expit, logsumexp
+from scipy.special import logsumexp
 
 from evalcert.errors import ConvergenceError
+from evalcert.solvers.irt.base import softplus_sigmoid
 
 __all__ = ["mml_em"]
 
 
 def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: int,
-           tol: float, max_iter: int, what: str) -> dict[str, Any]:
+           tol: float, max_iter: int, what: str, slope_prec: float = 0.0) -> dict[str, Any]:
     """Run EM to convergence; return slopes, intercepts, posteriors and SEs.
+
+    ``slope_prec > 0`` adds a ``N(1, 1/slope_prec)`` prior on free slopes
+    (marginal MAP): an item that a few models split perfectly has no finite
+    marginal ML slope.
 
     Returns
     -------
@@ -46,7 +51,10 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     share = (Yo.sum(0) + 0.5) / (O.sum(0) + 1.0)
     a = np.ones(Y.shape[1])
     d = np.log(share / (1 - share))
-    mu, sd = np.zeros(Y.shape[0]), np.ones(Y.shape[0])
+    row = (Yo.sum(1) + 0.5) / (O.sum(1) + 1.0)            # start nodes near the posteriors
+    mu = np.log(row / (1 - row))
+    mu = (mu - mu.mean()) / max(mu.std(), 1e-3)
+    sd = np.minimum(1.0, 2.0 / np.sqrt(O.sum(1)))
     change = np.inf
     for n_iter in range(1, max_iter + 1):
         a_old, d_old = a, d
@@ -56,8 +64,9 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
         probs = []
         for q in range(z.size):
             eta = theta[:, q, None] * a[None, :] + d[None, :]
-            log_joint[:, q] -= (O * np.logaddexp(0.0, eta)).sum(1)
-            probs.append(O * expit(eta))
+            softplus, p = softplus_sigmoid(eta)
+            log_joint[:, q] -= (O * softplus).sum(1)
+            probs.append(O * p)
         ll_i = logsumexp(log_joint, axis=1)
         post = np.exp(log_joint - ll_i[:, None])
         mu = (post * theta).sum(1)
@@ -73,6 +82,7 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
             da = (g1.sum() - np.sum(h1 * g0 / h0)) / (h2.sum() - np.sum(h1 ** 2 / h0))
             dd = (g0 - h1 * da) / h0
         else:
+            g1, h2 = g1 - slope_prec * (a - 1.0), h2 + slope_prec
             det = h0 * h2 - h1 ** 2
             dd, da = (h2 * g0 - h1 * g1) / det, (h0 * g1 - h1 * g0) / det
         dd, da = np.clip(dd, -1, 1), np.clip(da, -1, 1)

@@ -3,7 +3,9 @@
 ``jml`` and ``map`` are one L-BFGS solve of the joint likelihood (Sec. 3.2,
 Eq. 3.9 with ``theta, b ~ N(0, 1/lam)`` and ``a ~ N(1, 1/lam)``); ``mml`` is EM
 with adaptive Gauss-Hermite quadrature under ``theta ~ N(0, 1)`` (Sec. 3.4,
-Exercise 2.4). Discriminations may come out negative (items on which weaker
+Exercise 2.4), with a weak ``N(1, 1/slope_prior)`` prior on discriminations
+(default sd 2; 0 gives pure marginal ML) because with tens of models some
+items are split perfectly and their ML discrimination is infinite. Discriminations may come out negative (items on which weaker
 models do better), as JE-IRT reports for LLM data.
 
 Identification: location and scale of ``theta`` are free in the joint
@@ -42,8 +44,8 @@ class TwoPL(IRTEstimator):
         Prior precision for ``map``.
     anchor_item, anchor_model : int or str, optional
         Location anchor (difficulty or ability set to 0).
-    n_quad, tol, max_iter, seed : quadrature nodes (``mml``), tolerance,
-        iteration budget, randomness.
+    n_quad, slope_prior : quadrature nodes and discrimination prior precision (``mml``).
+    tol, max_iter, seed : tolerance, iteration budget, randomness.
 
     Attributes
     ----------
@@ -57,10 +59,12 @@ class TwoPL(IRTEstimator):
 
     def __init__(self, method: str = "mml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
-                 n_quad: int = 15, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0):
+                 n_quad: int = 15, slope_prior: float = 0.25, tol: float = 1e-6,
+                 max_iter: int = 2000, seed: int = 0):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
                          tol=tol, max_iter=max_iter, seed=seed)
         self.n_quad = n_quad
+        self.slope_prior = slope_prior
 
     # link: eta_ij = a_j (theta_i - b_j); C = [a, b]
     def _link(self, R: np.ndarray, C: np.ndarray) -> np.ndarray:
@@ -118,7 +122,8 @@ class TwoPL(IRTEstimator):
         keep_c = finite_items(data)
         sub = data.take(slice(None), keep_c)
         em = mml_em(sub.values, sub.observed, common_slope=False, n_quad=self.n_quad,
-                    tol=self.tol, max_iter=self.max_iter, what="2pl mml")
+                    tol=self.tol, max_iter=self.max_iter, what="2pl mml",
+                    slope_prec=self.slope_prior)
         a, d = em["a"], em["d"]
         b = -d / a
         var_b = (em["se_d"] ** 2 + b ** 2 * em["se_a"] ** 2 + 2 * b * em["cov_ad"]) / a ** 2
