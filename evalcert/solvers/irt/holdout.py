@@ -18,10 +18,10 @@ import dataclasses
 from typing import Any, Literal, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from evalcert.diagnostics.masks import (column_holdout_mask, entrywise_mask, held_out_columns,
                                         held_out_rows, l_mask, row_holdout_mask)
+from evalcert.diagnostics.metrics import ranking_auc
 from evalcert.errors import InputError
 from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.base import IRTEstimator
@@ -36,11 +36,9 @@ Scheme = Literal["entrywise", "rows", "columns", "l_mask"]
 def heldout_auc(y: np.ndarray, score: np.ndarray) -> float:
     """Area under the ROC curve (Mann-Whitney, ties counted half); NaN if one class."""
     y = np.asarray(y, dtype=bool)
-    n_pos, n_neg = int(y.sum()), int((~y).sum())
-    if n_pos == 0 or n_neg == 0:
+    if y.all() or not y.any():
         return float("nan")
-    ranks = rankdata(score)
-    return float((ranks[y].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    return ranking_auc(score, y)
 
 
 def holdout_predict(estimator: IRTEstimator, Y: Any, mask: np.ndarray,
