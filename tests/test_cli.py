@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from evalcert.cli import main
 from evalcert.datasets.demo import demo_scores
 

@@ -35,7 +35,8 @@ from evalcert.solvers.backends import CVXPY_SOLVERS, check_backend
 from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
 from evalcert.solvers.clipped_linear_qp import (BOX_MODES, Design, binding_constraints,
-                                                build_qp, centre_free_aux, initial_point)
+                                                build_qp, centre_free_aux, initial_point,
+                                                with_scores)
 
 __all__ = ["ClippedLinear", "ClippedLinearResult", "ClippedLinearCertificate"]
 
@@ -311,9 +312,7 @@ class ClippedLinear:
                self.box)
         if self._structure is not None and self._structure[0] == key:
             _, (design, qp), _ = self._structure
-            qp = dataclasses.replace(qp, q=np.r_[-2.0 * (design.D.T @ (weights * scores)),
-                                                 np.zeros(qp.n - design.K - design.J)],
-                                     r=float(np.sum(weights * scores ** 2)))
+            qp = with_scores(qp, design, scores, weights)
         else:
             design = Design.from_cells(S.shape[0], S.shape[1], rows, cols)
             qp = build_qp(design, scores, weights, float(self.lam), self.box)
@@ -333,26 +332,21 @@ class ClippedLinear:
                 with sw("build"):
                     prog = self._program = ClippedLinearProgram(design, self.box, weighted)
             raw = prog.solve(scores, weights, float(self.lam), self.solver, settings)
-            sw.seconds["compile"] = raw.setup_time
-            sw.seconds["solve"] = raw.solve_time
-            return raw
-        if self.solver == "native":
-            from evalcert.solvers.backends import native as backend
-        else:
-            from evalcert.solvers.backends import osqp_direct as backend
-        if self.solver == "native":
+        elif self.solver == "native":
+            from evalcert.solvers.backends import native
             cold = initial_point(design, np.zeros(design.K), np.zeros(design.J), self.box)
-            solve = partial(backend.solve, qp, settings,
+            solve = partial(native.solve, qp, settings,
                             complete=partial(centre_free_aux, design, self.box),
                             cache=self._structure[2])
             raw = solve(x0=cold if x0 is None else x0, y0=y0)
             if raw.status == "cycling" and x0 is not None:
                 # The active-set method can cycle from a warm start far from the
-                # new optimum (seen on ~1% of bootstrap refits); its cold start,
-                # the unconstrained ridge fit, is the documented second try.
+                # new optimum (seen on ~1% of bootstrap refits); the cold start
+                # of a first fit is the documented second try.
                 raw = solve(x0=cold, y0=None)
         else:
-            raw = backend.solve(qp, settings, x0=x0, y0=y0, cache=self._structure[2])
+            from evalcert.solvers.backends import osqp_direct
+            raw = osqp_direct.solve(qp, settings, x0=x0, y0=y0, cache=self._structure[2])
         sw.seconds["compile"] = raw.setup_time
         sw.seconds["solve"] = raw.solve_time
         return raw

@@ -31,8 +31,8 @@ import scipy.sparse as sp
 from evalcert.errors import InputError
 from evalcert.solvers.certificates import QP
 
-__all__ = ["Design", "BOX_MODES", "build_qp", "binding_constraints", "initial_point",
-           "centre_free_aux"]
+__all__ = ["Design", "BOX_MODES", "build_qp", "with_scores", "binding_constraints",
+           "initial_point", "centre_free_aux"]
 
 Box = Literal["all", "observed", "none"]
 BOX_MODES = ("all", "observed", "none")
@@ -138,7 +138,6 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     ridge = sp.identity(K + J, format="csc") * lam
     P = sp.block_diag([2.0 * (H + ridge), sp.csc_matrix((k, k))], format="csc") if k \
         else (2.0 * (H + ridge)).tocsc()
-    q = np.r_[-2.0 * (DtW @ scores), np.zeros(k)]
     A, l, u = _constraints(design, box)
     # The difficulties' block of P is diagonal, 2 (sum_i w_ij + lam), positive
     # when every item carries weight or lam > 0: a solver may eliminate it
@@ -147,8 +146,17 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     col_weight = np.bincount(design.cols, weights=weights, minlength=J)
     eliminable = K + np.arange(J) if box != "observed" and np.all(col_weight + lam > 0) \
         else None
-    return QP(P=P, q=q, A=A, l=l, u=u, r=float(np.sum(weights * scores ** 2)),
-              eliminable=eliminable)
+    return with_scores(QP(P=P, q=np.zeros(P.shape[0]), A=A, l=l, u=u, eliminable=eliminable),
+                       design, scores, weights)
+
+
+def with_scores(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray) -> QP:
+    """``qp`` with the data terms of new ``scores``: ``q = -2 D'(w s)`` (zero on
+    the auxiliaries) and ``r = s'Ws``. ``P`` and ``A`` do not depend on the
+    scores, so a refit on the same design and weights only changes these."""
+    q = np.zeros(qp.n)
+    q[:design.K + design.J] = -2.0 * (design.D.T @ (weights * scores))
+    return dataclasses.replace(qp, q=q, r=float(np.sum(weights * scores ** 2)))
 
 
 def initial_point(design: Design, theta: np.ndarray, b: np.ndarray, box: str) -> np.ndarray:
