@@ -64,9 +64,10 @@ class IRTResult(ResultMixin):
     parameters: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     standard_errors: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    solver: str = ""
 
     def summary(self) -> str:
-        head = [("model", self.model), ("method", self.method),
+        head = [("model", self.model), ("method", self.method), ("solver", self.solver),
                 ("converged", self.converged), ("iterations", self.n_iter),
                 (f"loglik ({self.loglik_kind})", float(self.loglik)),
                 ("models x items", f"{self.n_models} x {self.n_items}"),
@@ -238,11 +239,14 @@ class IRTEstimator:
         keep_r, keep_c = (extreme_lines(data, warn=True) if self.method == "jml"
                           and self.kind == "binary" else
                           (np.ones(data.shape[0], bool), np.ones(data.shape[1], bool)))
-        sub = data.take(keep_r, keep_c)
-        R0, C0, g0 = self._init_params(sub, np.random.default_rng(self.seed))
-        out = self._solve(sub, R0, C0, g0, free=("rows", "cols", "glob"),
-                          lam=0.0 if self.method == "jml" else self.lam)
+        out = self._fit_joint(data.take(keep_r, keep_c))
         return {**out, "keep_rows": keep_r, "keep_cols": keep_c}
+
+    def _fit_joint(self, data: ResponseData) -> dict[str, Any]:
+        """The joint solve on the kept models and items (subclasses may specialise)."""
+        R0, C0, g0 = self._init_params(data, np.random.default_rng(self.seed))
+        return self._solve(data, R0, C0, g0, free=("rows", "cols", "glob"),
+                           lam=0.0 if self.method == "jml" else self.lam)
 
     def _init_params(self, data: ResponseData, rng: np.random.Generator
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -287,7 +291,8 @@ class IRTEstimator:
         hR, hC = self._link_sqgrad(b["rows"], b["cols"], W)
         return {"R": b["rows"], "C": b["cols"], "g": b["glob"], "loglik": loglik,
                 "n_iter": n_iter, "se_R": 1 / np.sqrt(hR + lam), "se_C": 1 / np.sqrt(hC + lam),
-                "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)"}
+                "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)",
+                "solver": "L-BFGS-B"}
 
     def _fit_block(self, Y_new: Any, mask: np.ndarray | None, free: str) -> "IRTEstimator":
         self._check_fitted()
@@ -360,7 +365,8 @@ class IRTEstimator:
             excluded_items=tuple(np.asarray(data.item_names, object)[~keep_c]),
             parameters={**params, **{k: v for k, v in extra.items()
                                      if isinstance(v, (float, np.ndarray))}},
-            standard_errors=ses, notes=tuple(out.get("notes", ())))
+            standard_errors=ses, notes=tuple(out.get("notes", ())),
+            solver=out.get("solver", ""))
 
     def _anchor_index(self, data: ResponseData) -> tuple[str, int] | None:
         """Resolve ``anchor_item``/``anchor_model`` (name or index) to ``(axis, index)``."""

@@ -14,11 +14,13 @@ import warnings
 from typing import Any, Literal
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
 
-from evalcert.errors import InputError
+from evalcert.errors import ConnectivityError, InputError
 
 __all__ = ["ResponseData", "ExtremeResponseWarning", "validate_responses", "extreme_lines",
-           "finite_items"]
+           "finite_items", "require_finite_jml"]
 
 
 class ExtremeResponseWarning(UserWarning):
@@ -177,3 +179,41 @@ def finite_items(data: ResponseData) -> np.ndarray:
     if not keep.any():
         raise InputError("every item has all-0 or all-1 responses; nothing to estimate")
     return keep
+
+
+def require_finite_jml(data: ResponseData) -> None:
+    """Raise unless the Rasch joint ML estimate exists (is finite).
+
+    The Rasch joint likelihood is a Bradley-Terry model in which model ``i``
+    meets item ``j`` on every observed cell and wins when ``Y_ij = 1``. Its
+    maximum is finite (and unique up to the shift) exactly when the directed
+    graph with an edge ``i -> j`` for every win and ``j -> i`` for every loss is
+    strongly connected (Zermelo 1929; Ford 1957; Hunter 2004, Assumption 1).
+    All-0/all-1 lines are the simplest violation (:func:`extreme_lines`
+    removes those); a group of models that answers every observed cell of a
+    group of items correctly, while other cells go both ways, is another.
+
+    Raises
+    ------
+    ConnectivityError
+        With the ``(n_models, n_items)`` size of each strongly connected part.
+    """
+    n, m = data.shape
+    wins = data.observed & (data.values == 1)
+    losses = np.ascontiguousarray((data.observed & ~wins).T)
+    targets = np.concatenate([np.nonzero(wins)[1] + n, np.nonzero(losses)[1]])
+    degree = np.concatenate([[0], wins.sum(1), losses.sum(1)])
+    graph = csr_matrix((np.ones(targets.size, np.int8), targets, np.cumsum(degree)),
+                       shape=(n + m, n + m))
+    k, label = connected_components(graph, directed=True, connection="strong")
+    if k == 1:
+        return
+    sizes = sorted(((int(np.sum(label[:n] == c)), int(np.sum(label[n:] == c)))
+                    for c in range(k)), key=lambda s: -sum(s))
+    raise ConnectivityError(
+        f"joint ML has no finite estimate: the win/loss graph of models and items splits "
+        f"into {k} strongly connected parts (models, items): {sizes[:6]}"
+        + (" ..." if k > 6 else "") + "; between parts the results go one way only (e.g. "
+        "some models answer every observed cell of some items correctly), so the ML gaps "
+        "between parts are infinite (Ford 1957). Use method='map' or 'mml', or collect "
+        "more responses", component_sizes=sizes)

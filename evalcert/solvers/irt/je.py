@@ -154,7 +154,7 @@ class JEIRT(IRTEstimator):
         E = self._adapter(w, X)[1]
         loglik = -self.family.nll(self._link(w["EM"], E), Y, obs, np.zeros(0))[0]
         return {"R": w["EM"], "C": E, "loglik": loglik, "n_iter": n_iter,
-                "loglik_kind": "joint (penalised fit)"}
+                "loglik_kind": "joint (penalised fit)", "solver": "L-BFGS-B"}
 
     def fit_items(self, Y_new: Any, mask: np.ndarray | None = None, *,
                   item_embeddings: np.ndarray | None = None) -> "JEIRT":
@@ -181,6 +181,7 @@ class JEIRT(IRTEstimator):
         new.adapter_, new._x_mean, new._x_sd = self.adapter_, self._x_mean, self._x_sd
         new._finish(data, {"R": self.row_params_, "C": C, "loglik": loglik, "n_iter": 0,
                            "loglik_kind": "joint (new items, frozen adapter)",
+                           "solver": "none (adapter forward pass)",
                            "identification": self.result_.identification},
                     time.perf_counter() - start)
         return new

@@ -1,18 +1,30 @@
-"""Marginal ML by EM with adaptive Gauss-Hermite quadrature (Sec. 3.3.3, 3.4.2).
+"""Marginal ML by EM with adaptive quadrature (Sec. 3.3.3, 3.4.2).
 
 Abilities are integrated out (Eq. 3.7) under ``theta ~ N(0, 1)``; item logits
 are ``eta = a_j theta + d_j``. With one common slope ``a`` this is the Rasch
 model with ``theta = a z ~ N(0, a^2)`` and ``b_j = -d_j``; with free slopes it is
 the 2PL. Deviation from the chapter's fixed nodes: with thousands of items the
 posterior of ``theta_i`` is far narrower than the spacing of any fixed
-Gauss-Hermite grid, so the ``Q`` nodes are re-centred at each model's posterior
-mean and scaled by its posterior sd every iteration (adaptive quadrature,
-Rabe-Hesketh, Skrondal and Pickles 2005). The M-step is one vectorised Newton
-step on the expected complete-data log-likelihood, whose stationary point is
-Sec. 3.4.2's "expected = observed" equation, followed by a parameter-expansion
-step (PX-EM): the ability distribution's mean and variance are fitted and
-mapped back into ``(a, d)``, which removes EM's crawl along the overall scale
-(plain EM's rate there is about ``1 - 10 / n_items``).
+Gauss-Hermite grid, so the quadrature follows the posteriors. Two E-steps:
+
+* ``"adaptive"`` (any missingness): ``Q`` Gauss-Hermite nodes per model,
+  re-centred at its posterior mean and scaled by its posterior sd every
+  iteration (adaptive quadrature, Rabe-Hesketh, Skrondal and Pickles 2005).
+  Cost ``O(N Q M)`` per iteration.
+* ``"grid"`` (every model answered every item): one uniform grid shared by all
+  models, spaced at 2/3 of the narrowest posterior sd and spanning every
+  posterior +-10 sd (within +-9 prior sd). The trapezoid rule on such a grid is
+  exact to ``exp(-2 pi^2 (sd/h)^2) ~ 1e-19`` for smooth integrands, and the
+  item sums ``sum_j log(1 + e^eta_j(z))`` are shared by all models, so the cost
+  is ``O(K M)`` per iteration. In the Rasch model a model's posterior depends
+  only on its raw score, so models are pooled by score as well.
+
+The M-step is one vectorised Newton step on the expected complete-data
+log-likelihood, whose stationary point is Sec. 3.4.2's "expected = observed"
+equation, followed by a parameter-expansion step (PX-EM): the ability
+distribution's mean and variance are fitted and mapped back into ``(a, d)``,
+which removes EM's crawl along the overall scale (plain EM's rate there is
+about ``1 - 10 / n_items``).
 """
 
 from __future__ import annotations
@@ -21,63 +33,61 @@ from typing import Any
 
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
-from scipy.special import logsumexp
+from scipy.sparse import csr_matrix
+from scipy.special import expit, logsumexp
 
-from evalcert.errors import ConvergenceError
+from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.base import softplus_sigmoid
 
-__all__ = ["mml_em"]
+__all__ = ["mml_em", "QUADRATURES"]
+
+QUADRATURES = ("auto", "adaptive", "grid")
+_MAX_GRID = 20_000      # nodes of the shared grid
+_CHUNK = 1 << 23        # cells (items x nodes) per block of the complete-data E-step
 
 
 def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: int,
-           tol: float, max_iter: int, what: str, slope_prec: float = 0.0) -> dict[str, Any]:
+           tol: float, max_iter: int, what: str, slope_prec: float = 0.0,
+           quadrature: str = "auto") -> dict[str, Any]:
     """Run EM to convergence; return slopes, intercepts, posteriors and SEs.
 
     ``slope_prec > 0`` adds a ``N(1, 1/slope_prec)`` prior on free slopes
     (marginal MAP): an item that a few models split perfectly has no finite
-    marginal ML slope.
+    marginal ML slope. ``quadrature`` is ``"adaptive"``, ``"grid"`` (complete
+    data only) or ``"auto"`` (grid when the data are complete).
 
     Returns
     -------
     dict with ``a`` (M,), ``d`` (M,), ``se_a``, ``se_d``, ``cov_ad`` (expected
     complete-data information, which ignores the missing information and so
     is optimistic), ``eap`` and ``psd`` (posterior mean and sd of the
-    standardised ability), ``loglik`` (marginal) and ``n_iter``.
+    standardised ability), ``loglik`` (marginal), ``n_iter`` and
+    ``quadrature`` (a description of the E-step used).
     """
-    z, w = hermegauss(n_quad)
-    log_w = np.log(w / w.sum()) + 0.5 * z ** 2
+    if quadrature not in QUADRATURES:
+        raise InputError(f"quadrature must be one of {QUADRATURES}, got {quadrature!r}")
+    complete = bool(np.all(observed))
+    if quadrature == "grid" and not complete:
+        raise InputError("quadrature='grid' needs every model to answer every item; use "
+                         "'adaptive' (or 'auto') with missing cells")
     O = observed.astype(float)
     Yo = Y * O
     share = (Yo.sum(0) + 0.5) / (O.sum(0) + 1.0)
     a = np.ones(Y.shape[1])
     d = np.log(share / (1 - share))
-    row = (Yo.sum(1) + 0.5) / (O.sum(1) + 1.0)            # start nodes near the posteriors
-    mu = np.log(row / (1 - row))
-    mu = (mu - mu.mean()) / max(mu.std(), 1e-3)
-    sd = np.minimum(1.0, 2.0 / np.sqrt(O.sum(1)))
+    if quadrature == "adaptive" or not complete:
+        estep: _AdaptiveEStep | _CompleteEStep = _AdaptiveEStep(Yo, O, n_quad)
+    else:
+        estep = _CompleteEStep(Yo, pool_by_score=common_slope, n_quad=n_quad,
+                               shared_only=quadrature == "grid")
+    mu, sd = estep.start(a, d)
+    weights = estep.weights / estep.weights.sum()
     change = np.inf
     for n_iter in range(1, max_iter + 1):
         a_old, d_old = a, d
-        theta = mu[:, None] + sd[:, None] * z[None, :]                     # (N, Q)
-        log_joint = log_w + np.log(sd)[:, None] - 0.5 * theta ** 2 + np.outer(Yo @ d, 1.0)
-        log_joint += theta * (Yo @ a)[:, None]
-        probs = []
-        for q in range(z.size):
-            eta = theta[:, q, None] * a[None, :] + d[None, :]
-            softplus, p = softplus_sigmoid(eta)
-            log_joint[:, q] -= (O * softplus).sum(1)
-            probs.append(O * p)
-        ll_i = logsumexp(log_joint, axis=1)
-        post = np.exp(log_joint - ll_i[:, None])
-        mu = (post * theta).sum(1)
-        sd = np.sqrt(np.maximum((post * theta ** 2).sum(1) - mu ** 2, 1e-12))
-        g0, g1 = Yo.sum(0), Yo.T @ mu
-        h0 = h1 = h2 = 0.0
-        for q, P in enumerate(probs):
-            wq, tq = post[:, q], post[:, q] * theta[:, q]
-            g0, g1 = g0 - wq @ P, g1 - tq @ P
-            H = P * (1 - P)
-            h0, h1, h2 = h0 + wq @ H, h1 + tq @ H, h2 + (tq * theta[:, q]) @ H
+        s = estep(a, d, mu, sd)
+        mu, sd = s["mu"], s["sd"]
+        g0, g1, h0, h1, h2 = s["g0"], s["g1"], s["h0"], s["h1"], s["h2"]
         if common_slope:
             da = (g1.sum() - np.sum(h1 * g0 / h0)) / (h2.sum() - np.sum(h1 ** 2 / h0))
             dd = (g0 - h1 * da) / h0
@@ -88,8 +98,8 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
         dd, da = np.clip(dd, -1, 1), np.clip(da, -1, 1)
         d, a = d + dd, a + da
         # PX-EM: fit z ~ N(m, v) too, then map back to N(0, 1) (Liu, Rubin and Wu 1998)
-        m = mu.mean()
-        v = np.mean(mu ** 2 + sd ** 2) - m ** 2
+        m = weights @ mu
+        v = weights @ (mu ** 2 + sd ** 2) - m ** 2
         d, a = d + a * m, a * np.sqrt(v)
         mu, sd = (mu - m) / np.sqrt(v), sd / np.sqrt(v)
         change = max(np.max(np.abs(d - d_old)), np.max(np.abs(a - a_old)))
@@ -105,5 +115,190 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     else:
         det = h0 * h2 - h1 ** 2
         var_d, var_a, cov = h2 / det, h0 / det, -h1 / det
+    eap, psd = estep.per_model(mu), estep.per_model(sd)
     return {"a": a, "d": d, "se_a": np.sqrt(var_a), "se_d": np.sqrt(var_d), "cov_ad": cov,
-            "eap": mu, "psd": sd, "loglik": float(ll_i.sum()), "n_iter": n_iter}
+            "eap": eap, "psd": psd, "loglik": s["loglik"], "n_iter": n_iter,
+            "quadrature": estep.describe()}
+
+
+def _start(Yo: np.ndarray, O: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starting posteriors: standardised logits of the row proportions, sd ~ 2/sqrt(M_i)."""
+    row = (Yo.sum(1) + 0.5) / (O.sum(1) + 1.0)
+    mu = np.log(row / (1 - row))
+    mu = (mu - mu.mean()) / max(mu.std(), 1e-3)
+    return mu, np.minimum(1.0, 2.0 / np.sqrt(O.sum(1)))
+
+
+class _AdaptiveEStep:
+    """Per-model Gauss-Hermite nodes at the current posterior mean and sd."""
+
+    def __init__(self, Yo: np.ndarray, O: np.ndarray, n_quad: int):
+        z, w = hermegauss(n_quad)
+        self.z, self.log_w = z, np.log(w / w.sum()) + 0.5 * z ** 2
+        self.Yo, self.O = Yo, O
+        self.weights = np.ones(Yo.shape[0])
+
+    def start(self, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return _start(self.Yo, self.O)
+
+    def per_model(self, values: np.ndarray) -> np.ndarray:
+        return values
+
+    def describe(self) -> str:
+        return f"adaptive Gauss-Hermite, {self.z.size} nodes per model"
+
+    def __call__(self, a: np.ndarray, d: np.ndarray, mu: np.ndarray,
+                 sd: np.ndarray) -> dict[str, Any]:
+        Yo, O = self.Yo, self.O
+        theta = mu[:, None] + sd[:, None] * self.z[None, :]                # (N, Q)
+        log_joint = self.log_w + np.log(sd)[:, None] - 0.5 * theta ** 2 + np.outer(Yo @ d, 1.0)
+        log_joint += theta * (Yo @ a)[:, None]
+        probs = []
+        for q in range(self.z.size):
+            eta = theta[:, q, None] * a[None, :] + d[None, :]
+            softplus, p = softplus_sigmoid(eta)
+            log_joint[:, q] -= (O * softplus).sum(1)
+            probs.append(O * p)
+        ll_i = logsumexp(log_joint, axis=1)
+        post = np.exp(log_joint - ll_i[:, None])
+        mu = (post * theta).sum(1)
+        sd = np.sqrt(np.maximum((post * theta ** 2).sum(1) - mu ** 2, 1e-12))
+        g0, g1 = Yo.sum(0), Yo.T @ mu
+        h0 = h1 = h2 = 0.0
+        for q, P in enumerate(probs):
+            wq, tq = post[:, q], post[:, q] * theta[:, q]
+            g0, g1 = g0 - wq @ P, g1 - tq @ P
+            H = P * (1 - P)
+            h0, h1, h2 = h0 + wq @ H, h1 + tq @ H, h2 + (tq * theta[:, q]) @ H
+        return {"mu": mu, "sd": sd, "g0": g0, "g1": g1, "h0": h0, "h1": h1, "h2": h2,
+                "loglik": float(ll_i.sum())}
+
+
+class _CompleteEStep:
+    """E-step for a complete matrix: item sums shared by all models.
+
+    Models are pooled by raw score for the Rasch model (its posterior depends on
+    nothing else). Every iteration uses whichever node set is smaller: one
+    uniform grid shared by all groups, or ``Q`` Gauss-Hermite nodes per group.
+    Items are processed in chunks so no array exceeds ``_CHUNK`` cells.
+    """
+
+    def __init__(self, Yo: np.ndarray, *, pool_by_score: bool, n_quad: int, shared_only: bool):
+        n = Yo.shape[0]
+        if pool_by_score:
+            _, self.group, self.weights = np.unique(Yo.sum(1), return_inverse=True,
+                                                    return_counts=True)
+            self.group = self.group.ravel()
+        else:
+            self.group, self.weights = np.arange(n), np.ones(n, dtype=np.int64)
+        G = self.weights.size
+        members = csr_matrix((np.ones(n), (self.group, np.arange(n))), shape=(G, n))
+        self.hits = np.asarray(members @ Yo)          # (G, M) correct answers per group
+        self.ones = Yo.sum(0)
+        self.Yo = Yo
+        z, w = hermegauss(n_quad)
+        self.gh_z, self.gh_log_w = z, np.log(w / w.sum()) + 0.5 * z ** 2
+        self.shared_only = shared_only
+        self.last = ""
+
+    def start(self, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Laplace approximation (mode, curvature) of every group's posterior."""
+        return self._laplace(a, d, self.hits @ a / self.weights)
+
+    def _laplace(self, a: np.ndarray, d: np.ndarray,
+                 t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior modes and ``1/sqrt(curvature)`` for person statistics ``t``.
+
+        The log posterior ``t z - sum_j softplus(a_j z + d_j) - z^2 / 2`` is
+        strictly concave; its mode solves a decreasing equation whose root lies
+        in ``|z| <= sum |a_j|``, found by Newton's method safeguarded by bisection.
+        """
+        bound = np.abs(a).sum() + 1.0
+        lo, hi = np.full(t.size, -bound), np.full(t.size, bound)
+        z = np.zeros(t.size)
+        rows = max(1, _CHUNK // a.size)
+        for _ in range(100):
+            grad, curv = np.empty(t.size), np.empty(t.size)
+            for k in range(0, t.size, rows):
+                c = slice(k, k + rows)
+                p = expit(a[:, None] * z[None, c] + d[:, None])
+                grad[c] = t[c] - a @ p - z[c]
+                curv[c] = (a ** 2) @ (p * (1 - p)) + 1.0
+            lo, hi = np.where(grad > 0, z, lo), np.where(grad > 0, hi, z)
+            new = z + grad / curv
+            new = np.where((new >= lo) & (new <= hi), new, 0.5 * (lo + hi))
+            done = np.max(np.abs(new - z) * np.sqrt(curv)) < 1e-6
+            z = new
+            if done:
+                break
+        return z, 1 / np.sqrt(curv)
+
+    def per_model(self, values: np.ndarray) -> np.ndarray:
+        return values[self.group]
+
+    def describe(self) -> str:
+        return f"{self.last}, {self.weights.size} model groups"
+
+    def _nodes(self, mu: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Node positions and log prior-times-rule weights: (K,) shared or (G, Q) per group."""
+        lo = min(float(np.min(mu)), max(-9.0, float(np.min(mu - 10 * sd))))
+        hi = max(float(np.max(mu)), min(9.0, float(np.max(mu + 10 * sd))))
+        K = int(min(_MAX_GRID, max(3, np.ceil((hi - lo) / (np.min(sd) / 1.5)) + 1)))
+        if self.shared_only or K <= mu.size * self.gh_z.size:
+            z = np.linspace(lo, hi, K)
+            self.last = f"shared uniform grid, {K} nodes"
+            return z, -0.5 * z ** 2 - 0.5 * np.log(2 * np.pi) + np.log(z[1] - z[0])
+        theta = mu[:, None] + sd[:, None] * self.gh_z[None, :]
+        self.last = f"Gauss-Hermite, {self.gh_z.size} nodes per group"
+        return theta, self.gh_log_w + np.log(sd)[:, None] - 0.5 * theta ** 2
+
+    def __call__(self, a: np.ndarray, d: np.ndarray, mu: np.ndarray,
+                 sd: np.ndarray) -> dict[str, Any]:
+        t = self.hits @ a / self.weights
+        for attempt in range(4):
+            nodes, log_base = self._nodes(mu, sd)
+            flat = nodes.ravel()
+            rows = max(1, _CHUNK // flat.size)
+            chunks = [slice(k, k + rows) for k in range(0, a.size, rows)]
+            S = np.zeros(flat.size)
+            for c in chunks:
+                softplus, P = softplus_sigmoid(a[c, None] * flat[None, :] + d[c, None])
+                S += softplus.sum(0)
+            if nodes.ndim == 1:
+                log_joint = log_base - S + np.outer(t, nodes)                 # (G, K)
+            else:
+                log_joint = log_base - S.reshape(nodes.shape) + t[:, None] * nodes
+            ll_g = logsumexp(log_joint, axis=1)
+            post = np.exp(np.maximum(log_joint - ll_g[:, None], -700.0))
+            post[log_joint - ll_g[:, None] < -700.0] = 0.0        # no subnormal weights
+            new_mu = (post * nodes).sum(1) if nodes.ndim == 2 else post @ nodes
+            second = (post * nodes ** 2).sum(1) if nodes.ndim == 2 else post @ nodes ** 2
+            new_sd = np.sqrt(np.maximum(second - new_mu ** 2, 1e-24))
+            if nodes.ndim == 2:
+                break
+            # a shared grid must contain and resolve every posterior; repair the
+            # groups whose (mu, sd) guess was off with their Laplace approximation
+            bad = ((post[:, :2].sum(1) + post[:, -2:].sum(1) > 1e-9)
+                   | (new_sd < nodes[1] - nodes[0]))
+            if not bad.any():
+                break
+            if attempt == 3:
+                raise ConvergenceError(f"mml: the shared quadrature grid does not resolve the "
+                                       f"posteriors of {int(bad.sum())} model groups; use "
+                                       "quadrature='adaptive'", solver="em", status="quadrature")
+            mu, sd = new_mu.copy(), new_sd.copy()
+            mu[bad], sd[bad] = self._laplace(a, d, t[bad])
+        N = (self.weights @ post if nodes.ndim == 1
+             else (self.weights[:, None] * post).ravel())                  # weight per node
+        Nz = N * flat
+        stats = {k: np.empty(a.size) for k in ("PN", "PNz", "h0", "h1", "h2")}
+        for c in chunks:
+            if len(chunks) > 1:
+                P = softplus_sigmoid(a[c, None] * flat[None, :] + d[c, None])[1]
+            H = P * (1 - P)
+            stats["PN"][c], stats["PNz"][c] = P @ N, P @ Nz
+            stats["h0"][c], stats["h1"][c], stats["h2"][c] = H @ N, H @ Nz, H @ (Nz * flat)
+        return {"mu": new_mu, "sd": new_sd, "g0": self.ones - stats["PN"],
+                "g1": self.hits.T @ new_mu - stats["PNz"], "h0": stats["h0"],
+                "h1": stats["h1"], "h2": stats["h2"],
+                "loglik": float(self.weights @ ll_g + self.ones @ d)}

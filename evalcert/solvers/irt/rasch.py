@@ -1,10 +1,10 @@
 """The Rasch model ``P(Y_ij = 1) = sigma(theta_i - b_j)`` (Eq. 3.1) by five methods.
 
 =========  ====================================================================
-``jml``    joint ML, one L-BFGS solve of Eq. 3.3 (Sec. 3.2.5, 3.3.1)
+``jml``    joint ML of Eq. 3.3 (Sec. 3.2.5, 3.3.1), Newton or L-BFGS
 ``cml``    conditional ML, Eq. 3.6, with log-space symmetric functions (3.3.2)
 ``mml``    marginal ML, EM with Gauss-Hermite quadrature, ``theta ~ N(0, s^2)``
-``map``    MAP with ``theta_i, b_j ~ N(0, 1/lam)`` (Eq. 3.9, Sec. 3.6.1)
+``map``    MAP with ``theta_i, b_j ~ N(0, 1/lam)`` (Eq. 3.9, Sec. 3.6.1), as ``jml``
 ``mcmc``   Metropolis-within-Gibbs under the MAP priors (Sec. 3.5.4)
 =========  ====================================================================
 
@@ -12,7 +12,8 @@ JML and CML exclude all-0/all-1 models and items with an
 :class:`~evalcert.solvers.irt.data.ExtremeResponseWarning` (their estimates
 are infinite); MAP and MCMC keep them; MML keeps such models (the ability
 distribution makes them finite) but excludes such items, whose marginal ML
-difficulty is still infinite. Identification (Sec. 3.2.4) is a
+difficulty is still infinite. JML also checks, before solving, that its
+optimum is finite at all (:func:`~.data.require_finite_jml`). Identification (Sec. 3.2.4) is a
 shift: difficulties sum to zero by default, or ``anchor_item``/``anchor_model``
 is set to zero. The likelihood is shift-invariant, so this changes no
 prediction.
@@ -32,12 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from evalcert.errors import ConvergenceError
+from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.base import IRTEstimator
-from evalcert.solvers.irt.data import ResponseData, extreme_lines, finite_items as _finite_items
+from evalcert.solvers.irt.data import (ResponseData, extreme_lines, finite_items as _finite_items,
+                                       require_finite_jml)
 from evalcert.solvers.irt.esf import conditional_terms
+from evalcert.solvers.irt.joint_newton import newton_flops, rasch_joint_newton
 from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
 from evalcert.solvers.irt.mml import mml_em
+from evalcert.solvers.irt.pooling import pool_responses
 
 __all__ = ["Rasch"]
 
@@ -54,8 +58,19 @@ class Rasch(IRTEstimator):
     anchor_item, anchor_model : int or str, optional
         Identify by setting this item's difficulty (model's ability) to zero
         instead of the default sum-zero difficulties.
+    optimizer : {"auto", "newton", "lbfgs"}
+        Solver of ``jml`` and ``map``. ``newton`` pools exchangeable models and
+        items (:mod:`~.pooling`) and takes Newton steps through a Schur
+        complement (:mod:`~.joint_newton`); ``lbfgs`` runs L-BFGS on the whole
+        matrix. ``auto`` picks Newton unless one Newton step would cost more
+        than ``2e10`` flops (both blocks of the pooled table above ~2,700).
     n_quad : int
-        Gauss-Hermite nodes for ``mml``.
+        Gauss-Hermite nodes per model for ``mml`` with adaptive quadrature.
+    quadrature : {"auto", "adaptive", "grid"}
+        E-step of ``mml`` (:mod:`~.mml`): ``grid`` (complete data only) shares
+        one fine grid among all models pooled by raw score; ``adaptive`` puts
+        ``n_quad`` nodes at each model's posterior; ``auto`` uses ``grid`` when
+        every model answered every (kept) item.
     n_chains, n_draws, n_burn, max_rhat : MCMC settings; a fit whose largest
         split R-hat exceeds ``max_rhat`` raises :class:`ConvergenceError`.
     tol, max_iter, seed : convergence tolerance, iteration budget, randomness.
@@ -73,11 +88,13 @@ class Rasch(IRTEstimator):
 
     def __init__(self, method: str = "jml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
-                 n_quad: int = 15, n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000,
+                 optimizer: str = "auto", n_quad: int = 15, quadrature: str = "auto", n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000,
                  max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
                          tol=tol, max_iter=max_iter, seed=seed)
+        self.optimizer = optimizer
         self.n_quad = n_quad
+        self.quadrature = quadrature
         self.n_chains, self.n_draws, self.n_burn = n_chains, n_draws, n_burn
         self.max_rhat = max_rhat
 
@@ -114,9 +131,34 @@ class Rasch(IRTEstimator):
 
     # -- methods ------------------------------------------------------------------------
     def _fit(self, data: ResponseData) -> dict[str, Any]:
+        if self.optimizer not in ("auto", "newton", "lbfgs"):
+            raise InputError(f"optimizer must be 'auto', 'newton' or 'lbfgs', got "
+                             f"{self.optimizer!r}")
         if self.method in ("jml", "map"):
             return super()._fit(data)
         return getattr(self, f"_fit_{self.method}")(data)
+
+    def _fit_joint(self, data: ResponseData) -> dict[str, Any]:
+        """JML/MAP on the kept models and items: Newton on pooled groups, or L-BFGS."""
+        lam = 0.0 if self.method == "jml" else self.lam
+        if lam == 0:
+            require_finite_jml(data)
+        pooled = pool_responses(data.values, data.observed)
+        if self.optimizer == "lbfgs" or (self.optimizer == "auto"
+                                         and newton_flops(pooled.shape) > 2e10):
+            return super()._fit_joint(data)
+        out = rasch_joint_newton(pooled, lam=lam, tol=self.tol, max_iter=self.max_iter,
+                                 what=f"rasch {self.method}")
+        theta, b = out["theta"][pooled.row_group], out["b"][pooled.col_group]
+        prior = 0.5 * lam * (pooled.row_size @ out["theta"] ** 2
+                             + pooled.col_size @ out["b"] ** 2)
+        G, H = pooled.shape
+        return {"R": theta[:, None], "C": b[:, None], "loglik": -(out["objective"] - prior),
+                "n_iter": out["n_iter"],
+                "se_R": 1 / np.sqrt(out["info_rows"][pooled.row_group] + lam)[:, None],
+                "se_C": 1 / np.sqrt(out["info_cols"][pooled.col_group] + lam)[:, None],
+                "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)",
+                "solver": f"newton ({G} x {H} pooled groups)"}
 
     def _fit_cml(self, data: ResponseData) -> dict[str, Any]:
         """Newton iterations on the conditional likelihood (Eq. 3.6).
@@ -155,19 +197,21 @@ class Rasch(IRTEstimator):
         return {"R": theta[:, None], "C": b[:, None], "loglik": loglik, "n_iter": n_iter,
                 "se_R": 1 / np.sqrt((p * (1 - p)).sum(1))[:, None],
                 "se_C": 1 / np.sqrt(info)[:, None], "loglik_kind": "conditional",
+                "solver": "newton (conditional likelihood)",
                 "keep_rows": keep_r, "keep_cols": keep_c}
 
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:
         keep_c = _finite_items(data)
         sub = data.take(slice(None), keep_c)
         em = mml_em(sub.values, sub.observed, common_slope=True, n_quad=self.n_quad,
-                    tol=self.tol, max_iter=self.max_iter, what="rasch mml")
+                    tol=self.tol, max_iter=self.max_iter, what="rasch mml",
+                    quadrature=self.quadrature)
         sd = float(em["a"][0])
         return {"R": sd * em["eap"][:, None], "C": -em["d"][:, None],
                 "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c,
                 "se_R": sd * em["psd"][:, None], "se_C": em["se_d"][:, None],
                 "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
-                "extra": {"population_sd": sd}}
+                "solver": f"em ({em['quadrature']})", "extra": {"population_sd": sd}}
 
     def _fit_mcmc(self, data: ResponseData) -> dict[str, Any]:
         out = sample_rasch(data.values, data.observed, lam=self.lam, n_chains=self.n_chains,
@@ -185,7 +229,7 @@ class Rasch(IRTEstimator):
                 "se_R": out["theta"].std(axis=(0, 1))[:, None],
                 "se_C": out["b"].std(axis=(0, 1))[:, None], "loglik": loglik,
                 "n_iter": self.n_burn + self.n_draws,
-                "loglik_kind": "joint at posterior mean",
+                "loglik_kind": "joint at posterior mean", "solver": "metropolis-within-gibbs",
                 "notes": (f"acceptance rate {out['acceptance']:.2f}, max R-hat {worst:.3f}",),
                 "extra": {"draws": draws, "rhat": r_hat,
                           "ess": {k: ess(v) for k, v in draws.items()}}}

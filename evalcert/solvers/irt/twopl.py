@@ -45,6 +45,8 @@ class TwoPL(IRTEstimator):
     anchor_item, anchor_model : int or str, optional
         Location anchor (difficulty or ability set to 0).
     n_quad, slope_prior : quadrature nodes and discrimination prior precision (``mml``).
+    quadrature : {"auto", "adaptive", "grid"}
+        E-step of ``mml``; see :class:`~.rasch.Rasch` and :mod:`~.mml`.
     tol, max_iter, seed : tolerance, iteration budget, randomness.
 
     Attributes
@@ -59,11 +61,12 @@ class TwoPL(IRTEstimator):
 
     def __init__(self, method: str = "mml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
-                 n_quad: int = 15, slope_prior: float = 0.25, tol: float = 1e-6,
+                 n_quad: int = 15, quadrature: str = "auto", slope_prior: float = 0.25, tol: float = 1e-6,
                  max_iter: int = 2000, seed: int = 0):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
                          tol=tol, max_iter=max_iter, seed=seed)
         self.n_quad = n_quad
+        self.quadrature = quadrature
         self.slope_prior = slope_prior
 
     # link: eta_ij = a_j (theta_i - b_j); C = [a, b]
@@ -123,7 +126,7 @@ class TwoPL(IRTEstimator):
         sub = data.take(slice(None), keep_c)
         em = mml_em(sub.values, sub.observed, common_slope=False, n_quad=self.n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="2pl mml",
-                    slope_prec=self.slope_prior)
+                    slope_prec=self.slope_prior, quadrature=self.quadrature)
         a, d = em["a"], em["d"]
         b = -d / a
         var_b = (em["se_d"] ** 2 + b ** 2 * em["se_a"] ** 2 + 2 * b * em["cov_ad"]) / a ** 2
@@ -131,4 +134,4 @@ class TwoPL(IRTEstimator):
                 "se_R": em["psd"][:, None],
                 "se_C": np.column_stack([em["se_a"], np.sqrt(np.maximum(var_b, 0))]),
                 "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
-                "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c}
+                "solver": f"em ({em['quadrature']})", "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c}

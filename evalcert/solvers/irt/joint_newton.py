@@ -1,0 +1,138 @@
+"""Rasch joint ML and MAP by Newton's method on pooled groups (Sec. 3.2.5, 3.6.1).
+
+The objective, on the ``G x H`` table of :func:`~.pooling.pool_responses`, is
+
+``f(theta, b) = sum_gh c_gh softplus(theta_g - b_h) - sum_g R_g theta_g
++ sum_h S_h b_h + lam/2 (sum_g n_g theta_g^2 + sum_h m_h b_h^2)``
+
+with cell counts ``c``, pooled correct answers ``R``, ``S`` and group sizes
+``n``, ``m``. Its Hessian has diagonal blocks and a dense ``G x H`` coupling
+``-c p (1 - p)``, so the Newton system is solved by eliminating the larger
+block and factoring the Schur complement of the smaller one (Cholesky).
+Without a prior (joint ML) the Hessian is singular along the shift
+``theta + t, b + t``; the gradient is orthogonal to it, and adding ``1 1^T``
+to the Schur complement picks the Newton step with no shift. Steps are damped
+by Armijo backtracking on ``f``; iterations stop when every gradient entry,
+divided by its group size (the gradient of one model's or item's parameter),
+is at most ``tol``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+from evalcert.errors import ConvergenceError
+from evalcert.solvers.irt.base import softplus_sigmoid
+from evalcert.solvers.irt.pooling import PooledResponses
+
+__all__ = ["rasch_joint_newton", "newton_flops"]
+
+_DIVERGED = 500.0   # |parameter| beyond this many logits: no finite optimum
+
+
+def newton_flops(shape: tuple[int, int]) -> float:
+    """Floating-point work of one Newton step on a ``G x H`` pooled table."""
+    small, large = sorted(shape)
+    return float(small) ** 2 * large
+
+
+def _objective(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray,
+               lam: float) -> tuple[float, np.ndarray, np.ndarray]:
+    softplus, p = softplus_sigmoid(theta[:, None] - b[None, :])
+    value = (float(np.sum(pooled.cells * softplus)) - pooled.row_ones @ theta
+             + pooled.col_ones @ b
+             + 0.5 * lam * (pooled.row_size @ theta ** 2 + pooled.col_size @ b ** 2))
+    return value, p, softplus
+
+
+def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_iter: int,
+                       what: str) -> dict[str, Any]:
+    """Minimise the pooled Rasch joint objective; return group parameters.
+
+    Parameters
+    ----------
+    pooled : the grouped data.
+    lam : prior precision (0 = joint ML, which needs a finite optimum: check
+        :func:`~.data.finite_jml` first).
+    tol : stop when ``max |gradient per model or item| <= tol``.
+    max_iter : Newton iterations before :class:`ConvergenceError`.
+
+    Returns
+    -------
+    dict with ``theta`` (G,), ``b`` (H,), ``n_iter``, ``objective``, ``info_rows``
+    and ``info_cols`` (per-model and per-item Fisher information at the optimum,
+    without the prior) and ``gradient`` (the final max per-parameter gradient).
+    """
+    n, m = pooled.row_size.astype(float), pooled.col_size.astype(float)
+    cells = pooled.cells
+    share_r = (pooled.row_ones + 0.5 * n) / (cells.sum(1) + n)
+    share_c = (pooled.col_ones + 0.5 * m) / (cells.sum(0) + m)
+    theta = np.log(share_r / (1 - share_r))
+    b = -np.log(share_c / (1 - share_c))
+    shift = (m @ b) / m.sum()
+    theta, b = theta - shift, b - shift
+    keep_rows = pooled.shape[0] <= pooled.shape[1]      # factor the smaller block
+    value, p, _ = _objective(pooled, theta, b, lam)
+    for n_iter in range(max_iter + 1):
+        cp = cells * p
+        g_theta = cp.sum(1) - pooled.row_ones + lam * n * theta
+        g_b = pooled.col_ones - cp.sum(0) + lam * m * b
+        worst = max(np.max(np.abs(g_theta / n)), np.max(np.abs(g_b / m)))
+        if worst <= tol:
+            break
+        if n_iter == max_iter:
+            raise ConvergenceError(
+                f"{what}: Newton did not converge in {max_iter} iterations (max |gradient| "
+                f"{worst:.3g} > tol {tol:g}); raise max_iter or loosen tol",
+                solver="newton", status="max_iter")
+        V = cp * (1 - p)
+        d_theta, d_b = V.sum(1) + lam * n, V.sum(0) + lam * m
+        step_theta, step_b = _newton_step(V, d_theta, d_b, g_theta, g_b, keep_rows,
+                                          gauge=lam == 0, what=what)
+        slope = g_theta @ step_theta + g_b @ step_b
+        t = 1.0
+        for _ in range(60):
+            new_theta, new_b = theta + t * step_theta, b + t * step_b
+            new_value, new_p, _ = _objective(pooled, new_theta, new_b, lam)
+            if new_value <= value + 1e-4 * t * slope:
+                break
+            t /= 2
+        else:
+            if worst <= 1e3 * tol:      # rounding limits the decrease: stationary enough
+                break
+            raise ConvergenceError(f"{what}: the Newton line search failed (max |gradient| "
+                                   f"{worst:.3g})", solver="newton", status="line_search")
+        theta, b, value, p = new_theta, new_b, new_value, new_p
+        if max(np.max(np.abs(theta)), np.max(np.abs(b))) > _DIVERGED:
+            raise ConvergenceError(
+                f"{what}: estimates diverge beyond {_DIVERGED:g} logits; the data determine "
+                "no finite optimum (use method='map' or a larger lam)",
+                solver="newton", status="diverged")
+    V = cells * p * (1 - p)
+    return {"theta": theta, "b": b, "n_iter": n_iter, "objective": value, "gradient": worst,
+            "info_rows": V.sum(1) / n, "info_cols": V.sum(0) / m}
+
+
+def _newton_step(V: np.ndarray, d_theta: np.ndarray, d_b: np.ndarray, g_theta: np.ndarray,
+                 g_b: np.ndarray, keep_rows: bool, *, gauge: bool,
+                 what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``[[D_theta, -V], [-V^T, D_b]] (x, y) = -(g_theta, g_b)`` by a Schur complement."""
+    if keep_rows:       # eliminate b, factor the theta block
+        S = np.diag(d_theta) - (V / d_b[None, :]) @ V.T
+        rhs = -g_theta - V @ (g_b / d_b)
+    else:               # eliminate theta, factor the b block
+        S = np.diag(d_b) - (V.T / d_theta[None, :]) @ V
+        rhs = -g_b - V.T @ (g_theta / d_theta)
+    if gauge:
+        S += np.mean(np.diag(S))
+    try:
+        kept = cho_solve(cho_factor(S, check_finite=False), rhs, check_finite=False)
+    except LinAlgError:
+        raise ConvergenceError(f"{what}: the Newton system is singular (is the design "
+                               "connected?)", solver="newton", status="singular") from None
+    if keep_rows:
+        return kept, (V.T @ kept - g_b) / d_b
+    return (V @ kept - g_theta) / d_theta, kept
