@@ -7,7 +7,11 @@ import argparse
 import numpy as np
 import pandas as pd
 
+from evalcert.errors import InputError
 from evalcert.solvers.irt import MODELS, holdout_evaluate, make_estimator
+
+#: estimator options that only some models take: flag -> models
+_MODEL_OPTIONS = {"optimizer": ("rasch",), "quadrature": ("rasch", "2pl")}
 
 
 def _read(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
@@ -19,6 +23,13 @@ def _read(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
         options["lam"] = args.lam
     if args.item_embeddings:
         options["item_embeddings"] = np.load(args.item_embeddings)
+    for flag, models in _MODEL_OPTIONS.items():
+        value = getattr(args, flag)
+        if value is None:
+            continue
+        if args.model not in models:
+            raise InputError(f"--{flag} applies to --model {' or '.join(models)} only")
+        options[flag] = value
     return table, options
 
 
@@ -55,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--dims", type=int, default=None, help="K for factor / d for je")
         p.add_argument("--lam", type=float, default=None, help="prior precision 1/sigma^2")
         p.add_argument("--item-embeddings", default=None, help=".npy array (je only)")
+        p.add_argument("--optimizer", choices=["auto", "newton", "lbfgs"], default=None,
+                       help="rasch jml/map solver (default auto: Newton on pooled groups)")
+        p.add_argument("--quadrature", choices=["auto", "adaptive", "grid"], default=None,
+                       help="rasch/2pl mml E-step (default auto)")
         p.add_argument("--transpose", action="store_true", help="the CSV has items as rows")
         p.add_argument("--json", default=None, help="also write the result as JSON here")
         if name == "holdout":

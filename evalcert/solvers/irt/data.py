@@ -215,5 +215,5 @@ def require_finite_jml(data: ResponseData) -> None:
         f"into {k} strongly connected parts (models, items): {sizes[:6]}"
         + (" ..." if k > 6 else "") + "; between parts the results go one way only (e.g. "
         "some models answer every observed cell of some items correctly), so the ML gaps "
-        "between parts are infinite (Ford 1957). Use method='map' or 'mml', or collect "
-        "more responses", component_sizes=sizes)
+        "between parts are infinite (Ford 1957). Use method='map' (lam > 0) or 'mml', or "
+        "collect more responses", component_sizes=sizes)

@@ -72,11 +72,8 @@ def group_rows(observed: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np
     obs = np.asarray(observed, dtype=bool)
     totals = np.asarray(totals, np.int64)
     packed = np.packbits(obs, axis=1)
-    weights = np.random.default_rng(0x5EED).integers(1, 2 ** 63, packed.shape[1] + 1,
-                                                      dtype=np.uint64) | np.uint64(1)
-    with np.errstate(over="ignore"):
-        key = packed.astype(np.uint64) @ weights[:-1] + totals.astype(np.uint64) * weights[-1]
-    _, first, group = np.unique(key, return_index=True, return_inverse=True)
+    _, first, group = np.unique(_row_hash(packed, totals), return_index=True,
+                                return_inverse=True)
     group = group.ravel()
     rep = first[group]
     if np.array_equal(obs, obs[rep]) and np.array_equal(totals, totals[rep]):
@@ -84,6 +81,14 @@ def group_rows(observed: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np
     key = np.concatenate([packed, totals[:, None].view(np.uint8)], axis=1)
     _, first, group = np.unique(key, axis=0, return_index=True, return_inverse=True)
     return first, group.ravel()
+
+
+def _row_hash(packed: np.ndarray, totals: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of ``packed`` (uint8) and its total (wrapping arithmetic)."""
+    weights = np.random.default_rng(0x5EED).integers(1, 2 ** 63, packed.shape[1] + 1,
+                                                      dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return packed.astype(np.uint64) @ weights[:-1] + totals.astype(np.uint64) * weights[-1]
 
 
 def pool_responses(values: np.ndarray, observed: np.ndarray) -> PooledResponses:

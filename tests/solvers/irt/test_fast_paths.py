@@ -1,0 +1,238 @@
+"""Fast paths of the Rasch estimators, each against a slower reference.
+
+* pooling of exchangeable models/items: the pooled objective equals the full one;
+* Newton on pooled groups (JML/MAP) against L-BFGS on the whole matrix;
+* the JML existence check against a brute-force cut enumeration (Ford's
+  condition), and against what the estimates do as the prior vanishes;
+* the complete-data MML E-step (shared grid / per-group nodes) against the
+  per-model adaptive Gauss-Hermite E-step.
+"""
+
+import itertools
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evalcert.cli import main
+from evalcert.errors import ConnectivityError, InputError
+from evalcert.solvers.irt import Rasch, TwoPL, validate_responses
+from evalcert.solvers.irt import mml as mml_module
+from evalcert.solvers.irt import pooling
+from evalcert.solvers.irt.data import require_finite_jml
+from evalcert.solvers.irt.joint_newton import _objective
+from tests.conftest import require_shared
+
+from .conftest import simulate
+
+
+def _with_missing(Y, frac, seed):
+    Y = Y.copy()
+    Y[np.random.default_rng(seed).random(Y.shape) < frac] = np.nan
+    return Y
+
+
+# -- pooling ----------------------------------------------------------------------------
+def test_group_rows_groups_exactly_equal_rows_even_on_hash_collisions(monkeypatch):
+    rng = np.random.default_rng(0)
+    obs = rng.random((300, 70)) < 0.9
+    obs[150:] = obs[:150]                       # plenty of duplicate patterns
+    totals = rng.integers(0, 3, 300)
+
+    def check(first, group):
+        for g, rep in enumerate(first):
+            rows = np.flatnonzero(group == g)
+            assert (obs[rows] == obs[rep]).all() and (totals[rows] == totals[rep]).all()
+        keys = {(obs[r].tobytes(), totals[r]) for r in first}
+        assert len(keys) == first.size          # different groups differ
+
+    first, group = pooling.group_rows(obs, totals)
+    check(first, group)
+    assert first.size < 300
+    # every row hashing alike must not merge different rows
+    monkeypatch.setattr(pooling, "_row_hash", lambda packed, totals: np.zeros(len(totals),
+                                                                            np.uint64))
+    first2, group2 = pooling.group_rows(obs, totals)
+    check(first2, group2)
+    assert first2.size == first.size
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.3])
+def test_pooled_objective_equals_full_objective(missing):
+    Y, *_ = simulate(200, 30, seed=21)
+    data = validate_responses(_with_missing(Y, missing, 1))
+    pooled = pooling.pool_responses(data.values, data.observed)
+    rng = np.random.default_rng(2)
+    theta_g, b_h = rng.normal(size=pooled.shape[0]), rng.normal(size=pooled.shape[1])
+    theta, b = theta_g[pooled.row_group], b_h[pooled.col_group]
+    eta = theta[:, None] - b[None, :]
+    full = np.sum(data.observed * (np.logaddexp(0, eta) - data.values * eta))
+    full += 0.5 * 0.7 * (theta @ theta + b @ b)
+    assert _objective(pooled, theta_g, b_h, 0.7)[0] == pytest.approx(full, rel=1e-12)
+    if missing == 0:
+        assert pooled.shape[0] < 200            # complete data: models pool by score
+
+
+# -- Newton against L-BFGS ----------------------------------------------------------------
+@pytest.mark.parametrize("method", ["jml", "map"])
+@pytest.mark.parametrize("missing", [0.0, 0.25])
+def test_newton_on_pooled_groups_matches_lbfgs_on_full_matrix(method, missing):
+    Y, *_ = simulate(400, 60, seed=22)
+    Y = _with_missing(Y, missing, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        newton = Rasch(method=method, optimizer="newton", tol=1e-9).fit(Y)
+        lbfgs = Rasch(method=method, optimizer="lbfgs", tol=1e-7).fit(Y)
+    assert newton.result_.solver.startswith("newton")
+    assert lbfgs.result_.solver == "L-BFGS-B"
+    for attr in ("difficulties_", "abilities_", "difficulties_se_", "abilities_se_"):
+        a, b = getattr(newton, attr), getattr(lbfgs, attr)
+        assert np.array_equal(np.isnan(a), np.isnan(b))
+        assert np.nanmax(np.abs(a - b)) < 1e-4, attr
+    if method == "jml":     # Newton's optimum is at least as good as L-BFGS's
+        assert newton.loglik_ >= lbfgs.loglik_ - 1e-9 * abs(lbfgs.loglik_)
+    else:                   # MAP maximises loglik + prior; loglik alone moves first-order
+        assert newton.loglik_ == pytest.approx(lbfgs.loglik_, rel=1e-7)
+    assert newton.n_iter_ < 15
+
+
+def test_optimizer_is_validated():
+    with pytest.raises(InputError, match="optimizer"):
+        Rasch(optimizer="sgd").fit(np.eye(3))
+
+
+# -- existence of the JML estimate ------------------------------------------------------------
+def _ford_condition(data):
+    """Brute force: every proper subset of models+items beats something outside it."""
+    n, m = data.shape
+    wins = [(i, n + j) if data.values[i, j] == 1 else (n + j, i)
+            for i, j in zip(*np.nonzero(data.observed))]
+    nodes = range(n + m)
+    for size in range(1, n + m):
+        for subset in itertools.combinations(nodes, size):
+            inside = set(subset)
+            if not any(u in inside and v not in inside for u, v in wins):
+                return False
+    return True
+
+
+def test_finite_jml_check_matches_brute_force_ford_condition():
+    rng = np.random.default_rng(5)
+    seen = {True: 0, False: 0}
+    for _ in range(300):
+        Y = (rng.random((4, 4)) < rng.uniform(0.3, 0.7)).astype(float)
+        Y[rng.random(Y.shape) < 0.15] = np.nan
+        try:
+            data = validate_responses(Y)
+        except InputError:
+            continue
+        expected = _ford_condition(data)
+        seen[expected] += 1
+        if expected:
+            require_finite_jml(data)
+        else:
+            with pytest.raises(ConnectivityError):
+                require_finite_jml(data)
+    assert seen[True] > 10 and seen[False] > 10
+
+
+def test_jml_without_finite_optimum_is_refused_and_map_diverges_there():
+    # no line is all 0 or all 1, yet the weak models (l1, l2) miss every easy
+    # item (e1, e2) and the strong ones (h1, h2) solve every hard one (d1, d2):
+    # nothing links the halves, so their JML gap is infinite
+    #              e1 e2 d1 d2
+    Y = np.array([[0, 1, 1, 1],      # h1
+                  [1, 0, 1, 1],      # h2
+                  [0, 0, 1, 0],      # l1
+                  [0, 0, 0, 1.0]])   # l2
+    assert not _ford_condition(validate_responses(Y))
+    with pytest.raises(ConnectivityError, match="strongly connected") as info:
+        Rasch(method="jml").fit(Y)
+    assert sorted(info.value.component_sizes) == [(2, 2), (2, 2)]
+    # the gap grows without bound as the prior vanishes (MAP -> JML) ...
+    spread = [np.ptp(Rasch(method="map", lam=lam).fit(Y).difficulties_) for lam in (1e-3, 1e-7)]
+    assert spread[1] - spread[0] > 3
+    # ... but not once one weak model solves one easy item
+    Y[2, 0] = 1
+    assert _ford_condition(validate_responses(Y))
+    jml = Rasch(method="jml").fit(Y)
+    spread = [np.ptp(Rasch(method="map", lam=lam).fit(Y).difficulties_) for lam in (1e-3, 1e-7)]
+    assert abs(spread[1] - spread[0]) < 0.05
+    assert spread[1] == pytest.approx(np.ptp(jml.difficulties_), abs=1e-3)
+
+
+# -- MML E-steps ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("cls, slopes", [(Rasch, False), (TwoPL, True)])
+def test_complete_data_mml_estep_matches_adaptive_gauss_hermite(cls, slopes):
+    Y, *_ = simulate(300, 40, seed=23, slopes=slopes)
+    fits = {q: cls(method="mml", quadrature=q, tol=1e-9).fit(Y)
+            for q in ("adaptive", "grid", "auto")}
+    assert "adaptive Gauss-Hermite" in fits["adaptive"].result_.solver
+    assert "shared uniform grid" in fits["grid"].result_.solver
+    for q in ("grid", "auto"):
+        for attr in ("difficulties_", "abilities_", "difficulties_se_"):
+            assert np.max(np.abs(getattr(fits[q], attr) - getattr(fits["adaptive"], attr))) < 1e-6
+        assert fits[q].loglik_ == pytest.approx(fits["adaptive"].loglik_, rel=1e-10)
+
+
+def test_shared_grid_repairs_bad_posterior_guesses(monkeypatch):
+    # few models and many items: posteriors are narrow, so a grid placed from a
+    # wrong (mu, sd) guess misses them; the E-step must notice and repair
+    Y, *_ = simulate(8, 3000, seed=24)
+    keep = (Y.sum(0) > 0) & (Y.sum(0) < 8)
+    Y = Y[:, keep]
+    estep = mml_module._CompleteEStep(Y, pool_by_score=True, n_quad=15, shared_only=True)
+    a = np.full(Y.shape[1], 1.3)
+    d = np.log((Y.sum(0) + 0.5) / (8 - Y.sum(0) + 0.5))
+    mu, sd = estep.start(a, d)
+    reference = estep(a, d, mu, sd)
+    calls = []
+    original = mml_module._CompleteEStep._laplace
+    monkeypatch.setattr(mml_module._CompleteEStep, "_laplace",
+                        lambda self, a, d, t: calls.append(t.size) or original(self, a, d, t))
+    for guess in ((mu + 0.5, sd / 20), (mu - 0.3, sd * 5), (np.zeros_like(mu), np.ones_like(sd))):
+        out = estep(a, d, *guess)
+        for key in ("mu", "sd", "g0", "g1", "h0", "h2"):
+            assert np.max(np.abs(out[key] - reference[key])) < 1e-8 * (
+                1 + np.max(np.abs(reference[key]))), key
+        assert out["loglik"] == pytest.approx(reference["loglik"], rel=1e-12)
+    assert calls                                  # at least one guess needed the repair
+
+
+def test_grid_quadrature_needs_complete_data():
+    Y = _with_missing(simulate(50, 10, seed=25)[0], 0.2, 4)
+    with pytest.raises(InputError, match="grid"):
+        Rasch(method="mml", quadrature="grid").fit(Y)
+    assert "adaptive" in Rasch(method="mml").fit(Y).result_.solver
+    with pytest.raises(InputError, match="quadrature"):
+        Rasch(method="mml", quadrature="simpson").fit(Y)
+
+
+def test_cli_solver_options(tmp_path, capsys):
+    Y, *_ = simulate(40, 15, seed=26)
+    path = tmp_path / "r.csv"
+    pd.DataFrame(Y, index=[f"m{i}" for i in range(40)]).to_csv(path)
+    assert main(["irt", "fit", str(path), "--method", "jml", "--optimizer", "lbfgs"]) == 0
+    assert "L-BFGS-B" in capsys.readouterr().out
+    assert main(["irt", "fit", str(path), "--method", "mml", "--quadrature", "grid"]) == 0
+    assert "shared uniform grid" in capsys.readouterr().out
+    assert main(["irt", "fit", str(path), "--model", "factor", "--optimizer", "newton"]) == 2
+
+
+# -- real data ---------------------------------------------------------------------------------------
+def test_psn_irt_41871_items_fast_paths_agree_with_references():
+    Y = pd.read_csv(require_shared("irt/PSN-IRT/combine.csv"), header=None).to_numpy(float)
+    assert Y.shape == (12, 41871)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        jml = Rasch(method="jml").fit(Y)
+        cml = Rasch(method="cml").fit(Y)
+        auto = Rasch(method="mml").fit(Y)
+        adaptive = Rasch(method="mml", quadrature="adaptive").fit(Y)
+    assert "newton" in jml.result_.solver
+    assert len(jml.result_.excluded_items) == 610 + 2810      # the README's counts
+    ok = np.isfinite(cml.difficulties_)
+    assert np.corrcoef(jml.difficulties_[ok], cml.difficulties_[ok])[0, 1] > 0.999
+    assert np.nanmax(np.abs(auto.difficulties_ - adaptive.difficulties_)) < 1e-5
+    assert auto.loglik_ == pytest.approx(adaptive.loglik_, rel=1e-9)
