@@ -25,7 +25,12 @@ from evalcert.errors import ConvergenceError, InputError
 from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_responses
 
-__all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid"]
+__all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid",
+           "STATIONARITY_LIMIT"]
+
+#: largest accepted distance from stationarity of a joint or conditional fit, in
+#: standard errors of the estimates (see :attr:`IRTResult.stationarity`)
+STATIONARITY_LIMIT = 1e-3
 
 
 def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -44,6 +49,14 @@ class IRTResult(ResultMixin):
 
     ``loglik_kind`` says which likelihood ``loglik`` is (joint, conditional,
     marginal, log-posterior): they are not comparable across methods.
+    ``solver`` names the algorithm that ran. ``stationarity`` certifies a joint
+    or conditional fit: recomputed from the data at the returned estimates
+    (before identification), it is the largest ``|gradient| / sqrt(curvature)``
+    of the optimised objective over the parameters, i.e. how far (in standard
+    errors) a Newton step would still move an estimate. A fit is refused above
+    :data:`STATIONARITY_LIMIT` (1e-3 standard errors). It is NaN where no such
+    check applies: EM (``mml``, whose criterion is the parameter change), MCMC
+    and the JE-IRT adapter fit.
     """
 
     model: str
@@ -65,6 +78,7 @@ class IRTResult(ResultMixin):
     standard_errors: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
     notes: tuple[str, ...] = ()
     solver: str = ""
+    stationarity: float = float("nan")
 
     def summary(self) -> str:
         head = [("model", self.model), ("method", self.method), ("solver", self.solver),
@@ -74,7 +88,8 @@ class IRTResult(ResultMixin):
                 ("observed cells", self.n_observed),
                 ("excluded models/items",
                  f"{len(self.excluded_models)}/{len(self.excluded_items)}"),
-                ("identification", self.identification), ("seconds", float(self.seconds))]
+                ("identification", self.identification), ("seconds", float(self.seconds)),
+                ("stationarity (SEs)", float(self.stationarity))]
         rows = []
         for name, value in self.parameters.items():
             v = np.asarray(value, dtype=float).ravel()
@@ -87,24 +102,41 @@ class IRTResult(ResultMixin):
 
 
 def lbfgs(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int, what: str,
-          ftol: float = 1e-14) -> tuple[np.ndarray, int]:
+          ftol: float = 1e-14, restarts: int = 5) -> tuple[np.ndarray, int]:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS (Sec. 3.2.5).
 
     Stops when ``max |gradient| <= tol`` or the relative decrease of the
-    objective falls below ``ftol``. Raises :class:`ConvergenceError` when the
-    iteration budget runs out or the line search fails away from a stationary
-    point.
+    objective falls below ``ftol``. In the second case, or when the line search
+    gives up, L-BFGS is restarted from where it stopped with its curvature
+    memory cleared (at most ``restarts`` times, while the gradient shrinks):
+    on ill-conditioned fits a stale memory often stalls far above ``tol``.
+    Raises :class:`ConvergenceError` when the iteration budget runs out or the
+    line search fails away from a stationary point; the fit's own certificate
+    (:meth:`IRTEstimator._stationarity`) judges the rest.
     """
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
-                   options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
-                            "ftol": ftol, "maxcor": 20})
-    grad = np.max(np.abs(res.jac)) if res.jac.size else 0.0
-    if res.status == 1 or (not res.success and grad > 1e3 * tol):
+    x, total, grad, success, message = x0, 0, np.inf, False, ""
+    for _ in range(restarts + 1):
+        res = minimize(fun, x, jac=True, method="L-BFGS-B",
+                       options={"maxiter": max_iter - total, "maxfun": 4 * max_iter,
+                                "gtol": tol, "ftol": ftol, "maxcor": 20})
+        total += int(res.nit)
+        new_grad = np.max(np.abs(res.jac)) if res.jac.size else 0.0
+        if res.status == 1 or total >= max_iter:
+            raise ConvergenceError(
+                f"{what}: L-BFGS stopped after {total} iterations ({res.message}), "
+                f"max |gradient| {new_grad:.3g} > tol {tol:g}; raise max_iter, loosen tol, "
+                "or add a prior (larger lam)", solver="L-BFGS-B", status=str(res.message))
+        if new_grad >= grad:                # the restart did not help: keep the best point
+            break
+        x, grad, success, message = res.x, new_grad, res.success, res.message
+        if grad <= tol:
+            break
+    if not success and grad > 1e3 * tol:
         raise ConvergenceError(
-            f"{what}: L-BFGS stopped after {res.nit} iterations ({res.message}), "
+            f"{what}: L-BFGS stopped after {total} iterations ({message}), "
             f"max |gradient| {grad:.3g} > tol {tol:g}; raise max_iter, loosen tol, or "
-            "add a prior (larger lam)", solver="L-BFGS-B", status=str(res.message))
-    return res.x, int(res.nit)
+            "add a prior (larger lam)", solver="L-BFGS-B", status=str(message))
+    return x, total
 
 
 class Bernoulli:
@@ -254,11 +286,48 @@ class IRTEstimator:
         C0 = np.tile(np.asarray(self.col_prior_center, float), (data.shape[1], 1))
         return np.zeros((data.shape[0], self._row_dim())), C0, np.zeros(self.family.n_glob)
 
+    def _joint_objective(self, Y: np.ndarray, obs: np.ndarray, blocks: dict[str, np.ndarray],
+                         lam: float, free: tuple[str, ...]) -> tuple[float, dict[str, np.ndarray]]:
+        """Value and gradient blocks of the joint objective (Eq. 3.3; with ``lam``, Eq. 3.9).
+
+        ``obs`` is the float observed mask; the prior covers the ``free`` blocks.
+        """
+        center = np.asarray(self.col_prior_center, float)
+        eta = self._link(blocks["rows"], blocks["cols"])
+        val, G, dg = self.family.nll(eta, Y, obs, blocks["glob"])
+        dR, dC = self._link_grad(blocks["rows"], blocks["cols"], G)
+        dev = blocks["cols"] - center
+        val += 0.5 * lam * (np.sum(blocks["rows"] ** 2) * ("rows" in free)
+                            + np.sum(dev ** 2) * ("cols" in free))
+        return val, {"rows": dR + lam * blocks["rows"], "cols": dC + lam * dev, "glob": dg}
+
+    def _stationarity(self, data: ResponseData, R: np.ndarray, C: np.ndarray, g: np.ndarray,
+                      lam: float, free: tuple[str, ...] = ("rows", "cols", "glob")) -> float:
+        """Distance of ``(R, C, g)`` from stationarity, in standard errors.
+
+        For every free parameter ``|gradient| / sqrt(curvature)``: the length
+        of a diagonal Newton step measured in that parameter's standard error
+        (curvature = the diagonal Fisher information plus the prior; for global
+        parameters a finite difference of the gradient). Recomputed from the
+        data alone; the largest value is returned.
+        """
+        Y, obs = data.values, data.observed.astype(float)
+        blocks = {"rows": R, "cols": C, "glob": g}
+        _, grads = self._joint_objective(Y, obs, blocks, lam, free)
+        hR, hC = self._link_sqgrad(R, C, self.family.curvature(self._link(R, C), obs, g))
+        curv = {"rows": hR + lam, "cols": hC + lam, "glob": np.zeros(g.shape)}
+        for k in range(g.size if "glob" in free else 0):
+            step = 1e-5 * max(1.0, abs(float(g[k])))
+            moved = {**blocks, "glob": g + step * (np.arange(g.size) == k)}
+            curv["glob"][k] = (self._joint_objective(Y, obs, moved, lam, free)[1]["glob"][k]
+                               - grads["glob"][k]) / step
+        return max((float(np.max(np.abs(grads[k]) / np.sqrt(np.maximum(curv[k], 1e-300))))
+                    for k in free if grads[k].size), default=0.0)
+
     def _solve(self, data: ResponseData, R: np.ndarray, C: np.ndarray, g: np.ndarray, *,
                free: tuple[str, ...], lam: float) -> dict[str, Any]:
         """Joint ML / MAP over the ``free`` blocks by one L-BFGS solve (Eq. 3.3, 3.9)."""
         Y, obs = data.values, data.observed.astype(float)
-        center = np.asarray(self.col_prior_center, float)
         blocks = {"rows": R, "cols": C, "glob": g}
         sizes = [(k, blocks[k].shape) for k in ("rows", "cols", "glob") if k in free]
 
@@ -271,14 +340,7 @@ class IRTEstimator:
             return out
 
         def fun(x: np.ndarray) -> tuple[float, np.ndarray]:
-            b = unpack(x)
-            eta = self._link(b["rows"], b["cols"])
-            val, G, dg = self.family.nll(eta, Y, obs, b["glob"])
-            dR, dC = self._link_grad(b["rows"], b["cols"], G)
-            dev = b["cols"] - center
-            val += 0.5 * lam * (np.sum(b["rows"] ** 2) * ("rows" in free)
-                                + np.sum(dev ** 2) * ("cols" in free))
-            grads = {"rows": dR + lam * b["rows"], "cols": dC + lam * dev, "glob": dg}
+            val, grads = self._joint_objective(Y, obs, unpack(x), lam, free)
             return val, np.concatenate([grads[k].ravel() for k, _ in sizes])
 
         x0 = np.concatenate([blocks[k].ravel() for k, _ in sizes])
@@ -292,7 +354,9 @@ class IRTEstimator:
         return {"R": b["rows"], "C": b["cols"], "g": b["glob"], "loglik": loglik,
                 "n_iter": n_iter, "se_R": 1 / np.sqrt(hR + lam), "se_C": 1 / np.sqrt(hC + lam),
                 "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)",
-                "solver": "L-BFGS-B"}
+                "solver": "L-BFGS-B",
+                "stationarity": self._stationarity(data, b["rows"], b["cols"], b["glob"], lam,
+                                                   free)}
 
     def _fit_block(self, Y_new: Any, mask: np.ndarray | None, free: str) -> "IRTEstimator":
         self._check_fitted()
@@ -328,6 +392,14 @@ class IRTEstimator:
 
     def _finish(self, data: ResponseData, out: dict[str, Any], seconds: float,
                 frozen: str | None = None) -> None:
+        gap = float(out.get("stationarity", np.nan))
+        if gap > STATIONARITY_LIMIT:
+            raise ConvergenceError(
+                f"{self.model_name} {self.method}: the returned estimates are not stationary: "
+                f"a Newton step would still move one by {gap:.3g} standard errors "
+                f"(limit {STATIONARITY_LIMIT:g}), recomputed from the data; raise max_iter, "
+                "tighten tol or add a prior", solver=out.get("solver", ""),
+                status="not_stationary")
         n, m = data.shape
         keep_r = out.get("keep_rows", np.ones(n, bool))
         keep_c = out.get("keep_cols", np.ones(m, bool))
@@ -366,7 +438,7 @@ class IRTEstimator:
             parameters={**params, **{k: v for k, v in extra.items()
                                      if isinstance(v, (float, np.ndarray))}},
             standard_errors=ses, notes=tuple(out.get("notes", ())),
-            solver=out.get("solver", ""))
+            solver=out.get("solver", ""), stationarity=gap)
 
     def _anchor_index(self, data: ResponseData) -> tuple[str, int] | None:
         """Resolve ``anchor_item``/``anchor_model`` (name or index) to ``(axis, index)``."""

@@ -153,7 +153,10 @@ class Rasch(IRTEstimator):
         prior = 0.5 * lam * (pooled.row_size @ out["theta"] ** 2
                              + pooled.col_size @ out["b"] ** 2)
         G, H = pooled.shape
-        return {"R": theta[:, None], "C": b[:, None], "loglik": -(out["objective"] - prior),
+        R, C = theta[:, None], b[:, None]
+        return {"R": R, "C": C, "loglik": -(out["objective"] - prior),
+                "stationarity": self._stationarity(data, R, C, np.zeros(0), lam,
+                                                   ("rows", "cols")),
                 "n_iter": out["n_iter"],
                 "se_R": 1 / np.sqrt(out["info_rows"][pooled.row_group] + lam)[:, None],
                 "se_C": 1 / np.sqrt(out["info_cols"][pooled.col_group] + lam)[:, None],
@@ -184,9 +187,10 @@ class Rasch(IRTEstimator):
                 continue
             best = loglik
             info = (pi * (1 - pi)).sum(0)
-            step = (pi.sum(0) - ones) / info
+            grad = pi.sum(0) - ones
+            step = grad / info
             step -= step.mean()
-            if np.max(np.abs(step)) < self.tol:
+            if np.max(np.abs(grad)) <= self.tol:
                 break
             b = b + step
         else:
@@ -198,6 +202,7 @@ class Rasch(IRTEstimator):
                 "se_R": 1 / np.sqrt((p * (1 - p)).sum(1))[:, None],
                 "se_C": 1 / np.sqrt(info)[:, None], "loglik_kind": "conditional",
                 "solver": "newton (conditional likelihood)",
+                "stationarity": float(np.max(np.abs(grad) / np.sqrt(info))),
                 "keep_rows": keep_r, "keep_cols": keep_c}
 
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:
