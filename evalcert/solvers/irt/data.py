@@ -10,6 +10,8 @@ hides cells from the fit without touching the data.
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 import warnings
 from typing import Any, Literal
 
@@ -56,6 +58,20 @@ class ResponseData:
         names_i = np.asarray(self.item_names, dtype=object)[cols]
         return ResponseData(self.values[rows][:, cols], self.observed[rows][:, cols],
                             tuple(names_m), tuple(names_i))
+
+
+def _caller_level() -> int:
+    """``stacklevel`` that points a warning at the first frame outside evalcert.
+
+    The estimators reach these checks through call chains of different depths;
+    the user should see the line that called ``fit``, not evalcert's internals.
+    """
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _names(labels: Any, n: int, prefix: str) -> tuple[str, ...]:
@@ -160,7 +176,7 @@ def extreme_lines(data: ResponseData, *, warn: bool) -> tuple[np.ndarray, np.nda
             f"{int((~keep_c).sum())} items "
             f"({_listing(data.item_names, np.flatnonzero(~keep_c))}) whose responses are "
             "all 0 or all 1: their ML estimates are infinite (use method='map' or 'mml' "
-            "to keep them)", ExtremeResponseWarning, stacklevel=3)
+            "to keep them)", ExtremeResponseWarning, stacklevel=_caller_level())
     if not keep_r.any() or not keep_c.any():
         raise InputError("every model or every item has all-0 or all-1 responses; no finite "
                          "ML estimate exists (use method='map')")
@@ -175,7 +191,7 @@ def finite_items(data: ResponseData) -> np.ndarray:
         warnings.warn(f"excluded {int((~keep).sum())} items "
                       f"({_listing(data.item_names, np.flatnonzero(~keep))}) whose responses are "
                       "all 0 or all 1: their marginal ML difficulties are infinite",
-                      ExtremeResponseWarning, stacklevel=4)
+                      ExtremeResponseWarning, stacklevel=_caller_level())
     if not keep.any():
         raise InputError("every item has all-0 or all-1 responses; nothing to estimate")
     return keep

@@ -117,3 +117,12 @@ def test_mismatched_mask_and_unknown_method_raise():
         Rasch().fit(Y, mask=np.zeros((2, 3), bool))
     with pytest.raises(InputError, match="method"):
         Rasch(method="em").fit(Y)
+
+
+@pytest.mark.parametrize("method", ["jml", "cml", "mml"])
+def test_extreme_response_warning_points_at_the_callers_line(method):
+    Y, *_ = simulate(30, 10, seed=8)
+    Y[0], Y[:, 1] = 1.0, 0.0
+    with pytest.warns(ExtremeResponseWarning) as record:
+        Rasch(method=method).fit(Y)
+    assert {w.filename for w in record} == {__file__}
