@@ -51,27 +51,32 @@ def log_esf(difficulties: np.ndarray) -> np.ndarray:
 
 
 def ml_abilities(difficulties: np.ndarray, observed: np.ndarray, scores: np.ndarray,
-                 iters: int = 60) -> np.ndarray:
-    """Solve ``sum_{j in O_i} sigma(theta_i - b_j) = S_i`` for every model.
+                 iters: int = 60, item_weights: np.ndarray | None = None) -> np.ndarray:
+    """Solve ``sum_{j in O_i} w_j sigma(theta_i - b_j) = S_i`` for every model.
 
-    Requires ``0 < S_i < |O_i|``. Safeguarded Newton (steps capped at 2 logits);
-    this is the ML ability given ``b`` and the saddle point of the score law.
+    ``w_j`` (default 1) counts identical items pooled into column ``j``.
+    Requires ``0 < S_i < sum_{j in O_i} w_j``. Safeguarded Newton (steps capped
+    at 2 logits); this is the ML ability given ``b`` and the saddle point of the
+    score law.
     """
     obs = observed.astype(float)
+    if item_weights is not None:
+        obs = obs * item_weights[None, :]
     n_i = obs.sum(1)
     theta = np.log(scores / (n_i - scores)) + (obs @ difficulties) / n_i
     for _ in range(iters):
-        p = expit(theta[:, None] - difficulties[None, :]) * obs
-        f = p.sum(1) - scores
-        step = np.clip(f / np.maximum((p * (1 - p)).sum(1), 1e-300), -2.0, 2.0)
+        p = expit(theta[:, None] - difficulties[None, :])
+        f = (p * obs).sum(1) - scores
+        step = np.clip(f / np.maximum((p * (1 - p) * obs).sum(1), 1e-300), -2.0, 2.0)
         theta -= step
         if np.max(np.abs(step)) < 1e-12:
             break
     return theta
 
 
-def conditional_terms(difficulties: np.ndarray, observed: np.ndarray,
-                      scores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def conditional_terms(difficulties: np.ndarray, observed: np.ndarray, scores: np.ndarray,
+                      item_weights: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per-model ``log gamma_{S_i}`` over observed items and ``pi_ij = P(Y_ij=1|S_i)``.
 
     Models with the same observed items whose scores lie within two standard
@@ -82,35 +87,41 @@ def conditional_terms(difficulties: np.ndarray, observed: np.ndarray,
     ----------
     difficulties : (M,) item difficulties ``b``.
     observed : (N, M) bool, the items each model answered.
-    scores : (N,) int, ``0 < S_i < |O_i|``.
+    scores : (N,) int, ``0 < S_i <`` the number of observed items.
+    item_weights : (M,) int, optional
+        Column ``j`` stands for ``w_j`` items with the same difficulty and
+        observed models (default 1); ``gamma`` runs over all of them.
 
     Returns
     -------
     log_gamma : (N,)
-    pi : (N, M), zero on unobserved cells; each row sums to ``S_i``.
+    pi : (N, M), zero on unobserved cells, for one item of each column;
+        ``pi @ w`` equals ``S_i``.
     theta : (N,) ML abilities given ``b``.
     """
     b = np.asarray(difficulties, dtype=float)
     obs = np.asarray(observed, dtype=bool)
     scores = np.asarray(scores, dtype=float)
-    theta = ml_abilities(b, obs, scores)
+    w = np.ones(b.size) if item_weights is None else np.asarray(item_weights, dtype=float)
+    theta = ml_abilities(b, obs, scores, item_weights=w)
     log_gamma = np.empty(scores.size)
     pi = np.zeros(obs.shape)
-    for members in _tilt_groups(b, obs, scores, theta):
+    for members in _tilt_groups(b, obs, scores, theta, w):
         items = obs[members[0]]
         center = members[len(members) // 2]
-        lg, pi_g = _group_terms(b[items], scores[members], theta[center])
+        lg, pi_g = _group_terms(b[items], scores[members], theta[center], w[items])
         log_gamma[members] = lg
         pi[np.ix_(members, np.flatnonzero(items))] = pi_g
     return log_gamma, pi, theta
 
 
 def _tilt_groups(b: np.ndarray, obs: np.ndarray, scores: np.ndarray,
-                 theta: np.ndarray) -> list[np.ndarray]:
+                 theta: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
     """Group models by observed pattern, then greedily by score within 2 sd of a tilt."""
     _, pattern = np.unique(obs, axis=0, return_inverse=True)
+    pattern = pattern.ravel()
     p = expit(theta[:, None] - b[None, :]) * obs
-    sd = np.sqrt((p * (1 - p)).sum(1))
+    sd = np.sqrt((p * (1 - p)) @ w)
     groups = []
     for pat in np.unique(pattern):
         rows = np.flatnonzero(pattern == pat)
@@ -123,23 +134,28 @@ def _tilt_groups(b: np.ndarray, obs: np.ndarray, scores: np.ndarray,
     return groups
 
 
-def _group_terms(b: np.ndarray, scores: np.ndarray,
-                 tilt: float) -> tuple[np.ndarray, np.ndarray]:
-    """Fourier inversion of the score law under one tilt for several scores."""
+def _group_terms(b: np.ndarray, scores: np.ndarray, tilt: float,
+                 mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Fourier inversion of the score law under one tilt for several scores.
+
+    Column ``j`` stands for ``mult_j`` identical items: the characteristic
+    function is a product over all of them, and ``pi_j`` is for one of them.
+    """
     p = expit(tilt - b)
     q = 1.0 - p
-    var = float((p * q).sum())
-    K = int(min(b.size + 1, np.ceil(12 * np.sqrt(var) + 40)))
+    var = float((p * q) @ mult)
+    K = int(min(mult.sum() + 1, np.ceil(12 * np.sqrt(var) + 40)))
     K += 1 - K % 2                                  # odd K: no node at t = pi
     t = 2 * np.pi * np.arange((K - 1) // 2 + 1) / K
     t = t[var * (1 - np.cos(t)) <= _DROP][:, None]
     one_minus_cos, sin = 1.0 - np.cos(t), np.sin(t)
     den = 1.0 - 2.0 * p * q * one_minus_cos          # |q + p e^{it}|^2, (nodes, M)
-    log_phi = 0.5 * np.log(den).sum(1) + 1j * np.arctan2(p * sin, 1.0 - p * one_minus_cos).sum(1)
+    log_phi = (0.5 * np.log(den) @ mult
+               + 1j * (np.arctan2(p * sin, 1.0 - p * one_minus_cos) @ mult))
     weight = np.where(t[:, 0] == 0, 1.0, 2.0)         # conjugate nodes folded in
     w = np.exp(log_phi[None, :] - 1j * np.outer(scores, t[:, 0])) * weight  # (members, nodes)
     A = w.real.sum(1)                                 # K * P_tilt(S = r)
     # 1 / (p + q e^{-it}) = (p + q e^{it}) / den;  B = K * P(S_-j = r - 1) / p_j
     B = w.real @ ((1.0 - q * one_minus_cos) / den) - w.imag @ (q * sin / den)
-    log_gamma = np.log(A / K) - scores * tilt + np.logaddexp(0.0, tilt - b).sum()
+    log_gamma = np.log(A / K) - scores * tilt + np.logaddexp(0.0, tilt - b) @ mult
     return log_gamma, p * B / A[:, None]

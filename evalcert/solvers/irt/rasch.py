@@ -41,7 +41,7 @@ from evalcert.solvers.irt.esf import conditional_terms
 from evalcert.solvers.irt.joint_newton import newton_flops, rasch_joint_newton
 from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
 from evalcert.solvers.irt.mml import mml_em
-from evalcert.solvers.irt.pooling import pool_responses
+from evalcert.solvers.irt.pooling import group_rows, pool_responses
 
 __all__ = ["Rasch"]
 
@@ -168,28 +168,38 @@ class Rasch(IRTEstimator):
 
         The gradient is ``sum_i (pi_ij - Y_ij)`` and the Hessian diagonal
         ``-sum_i pi_ij (1 - pi_ij)``; steps are halved whenever the
-        conditional log-likelihood would decrease.
+        conditional log-likelihood would decrease. Models with the same observed
+        items and raw score have the same conditional terms, and items with the
+        same observed models and count the same difficulty, so both are pooled
+        (:func:`~.pooling.group_rows`): each model group is evaluated once and
+        weighted by its size, each item group is one column with a multiplicity.
         """
         keep_r, keep_c = extreme_lines(data, warn=True)
         sub = data.take(keep_r, keep_c)
         Y, obs = sub.values, sub.observed
-        scores, ones = Y.sum(1), Y.sum(0)
-        share = ones / obs.sum(0)
+        scores = Y.sum(1)
+        col_first, col_group = group_rows(obs.T, np.rint(Y.sum(0)))
+        first, group = group_rows(obs, np.rint(scores))
+        size = np.bincount(group, minlength=first.size).astype(float)
+        mult = np.bincount(col_group, minlength=col_first.size).astype(float)
+        obs_g = obs[np.ix_(first, col_first)]
+        ones = Y.sum(0)[col_first]                        # correct answers per item
+        share = ones / obs.sum(0)[col_first]
         b = np.log((1 - share) / share)
-        b -= b.mean()
+        b -= (mult @ b) / mult.sum()
         best, step = -np.inf, np.zeros_like(b)
         for n_iter in range(1, self.max_iter + 1):
-            log_gamma, pi, theta = conditional_terms(b, obs, scores)
-            loglik = -float(ones @ b) - float(log_gamma.sum())
+            log_gamma, pi, theta = conditional_terms(b, obs_g, scores[first], item_weights=mult)
+            loglik = -float((mult * ones) @ b) - float(size @ log_gamma)
             if loglik < best - 1e-10 * abs(best):
                 step /= 2
                 b = b - step
                 continue
             best = loglik
-            info = (pi * (1 - pi)).sum(0)
-            grad = pi.sum(0) - ones
+            info = size @ (pi * (1 - pi))
+            grad = size @ pi - ones
             step = grad / info
-            step -= step.mean()
+            step -= (mult @ step) / mult.sum()
             if np.max(np.abs(grad)) <= self.tol:
                 break
             b = b + step
@@ -197,12 +207,14 @@ class Rasch(IRTEstimator):
             raise ConvergenceError(f"rasch cml: Newton did not converge in {self.max_iter} "
                                    f"iterations (last step {np.max(np.abs(step)):.3g})",
                                    solver="newton", status="max_iter")
+        theta, b, info = theta[group], b[col_group], info[col_group]
         p = 1 / (1 + np.exp(b[None, :] - theta[:, None])) * obs
         return {"R": theta[:, None], "C": b[:, None], "loglik": loglik, "n_iter": n_iter,
                 "se_R": 1 / np.sqrt((p * (1 - p)).sum(1))[:, None],
                 "se_C": 1 / np.sqrt(info)[:, None], "loglik_kind": "conditional",
-                "solver": "newton (conditional likelihood)",
-                "stationarity": float(np.max(np.abs(grad) / np.sqrt(info))),
+                "solver": f"newton (conditional likelihood, {first.size} x {col_first.size} "
+                          "pooled groups)",
+                "stationarity": float(np.max(np.abs(grad) / np.sqrt(info[col_first]))),
                 "keep_rows": keep_r, "keep_cols": keep_c}
 
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:

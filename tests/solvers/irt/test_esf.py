@@ -41,3 +41,20 @@ def test_conditional_terms_exact_at_40000_items():
     exact = gammaln(M + 1) - gammaln(scores + 1) - gammaln(M - scores + 1) - scores * b0
     assert np.allclose(lg, exact, rtol=1e-12, atol=1e-8)
     assert np.allclose(pi[:, 0], scores / M, atol=1e-12)
+
+
+def test_item_multiplicities_equal_repeated_columns():
+    """A column with weight w stands for w identical items (pooled CML)."""
+    rng = np.random.default_rng(2)
+    b = rng.normal(0, 1.2, 30)
+    mult = rng.integers(1, 5, 30)
+    obs = rng.random((7, 30)) < 0.8
+    expanded_b, expanded_obs = np.repeat(b, mult), np.repeat(obs, mult, axis=1)
+    scores = np.array([1, 3, 10, 20, 25, 30, 40])
+    scores = np.minimum(scores, expanded_obs.sum(1) - 1)
+    lg_w, pi_w, theta_w = conditional_terms(b, obs, scores, item_weights=mult)
+    lg, pi, theta = conditional_terms(expanded_b, expanded_obs, scores)
+    assert np.allclose(lg_w, lg, atol=1e-9) and np.allclose(theta_w, theta, atol=1e-9)
+    first = np.concatenate([[0], np.cumsum(mult)[:-1]])     # one copy of each column
+    assert np.allclose(pi_w, pi[:, first], atol=1e-10)
+    assert np.allclose(pi_w @ mult, scores)

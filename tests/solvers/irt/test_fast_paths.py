@@ -274,3 +274,17 @@ def test_unconverged_optimizer_output_is_refused(monkeypatch, rasch_data):
     assert info.value.status == "not_stationary"
     with pytest.raises(ConvergenceError, match="not stationary"):
         Rasch(method="jml", optimizer="lbfgs").fit(rasch_data[0])
+
+
+def test_pooled_cml_matches_unpooled_cml(monkeypatch, rasch_data):
+    from evalcert.solvers.irt import rasch as rasch_module
+    Y = rasch_data[0]
+    pooled = Rasch(method="cml", tol=1e-9).fit(Y)
+    assert "pooled groups" in pooled.result_.solver
+    monkeypatch.setattr(rasch_module, "group_rows",
+                        lambda obs, totals: (np.arange(len(totals)), np.arange(len(totals))))
+    plain = Rasch(method="cml", tol=1e-9).fit(Y)
+    assert plain.result_.solver.endswith(f"{Y.shape[0]} x {Y.shape[1]} pooled groups)")
+    for attr in ("difficulties_", "abilities_", "difficulties_se_", "abilities_se_"):
+        assert np.max(np.abs(getattr(pooled, attr) - getattr(plain, attr))) < 1e-8, attr
+    assert pooled.loglik_ == pytest.approx(plain.loglik_, rel=1e-12)
