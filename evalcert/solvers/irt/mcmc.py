@@ -18,16 +18,22 @@ import numpy as np
 __all__ = ["sample_rasch", "rhat", "ess"]
 
 
-def _loglik_rows(theta: np.ndarray, b: np.ndarray, Y: np.ndarray, O: np.ndarray,
-                 axis: int) -> np.ndarray:
-    eta = theta[:, :, None] - b[:, None, :]                 # (chains, N, M)
-    return np.sum(O * (Y * eta - np.logaddexp(0.0, eta)), axis=axis)
+def _softplus_cells(theta: np.ndarray, b: np.ndarray, O: np.ndarray) -> np.ndarray:
+    """``O * log(1 + exp(theta_i - b_j))`` per chain and cell, shape (chains, N, M)."""
+    eta = theta[:, :, None] - b[:, None, :]
+    return O * (np.log1p(np.exp(-np.abs(eta))) + np.maximum(eta, 0.0))
 
 
 def sample_rasch(Y: np.ndarray, observed: np.ndarray, *, lam: float, n_chains: int,
                  n_draws: int, n_burn: int, seed: int | np.random.Generator | None
                  ) -> dict[str, Any]:
     """Draw from ``p(theta, b | Y)`` (Eq. 3.8) with ``n_chains`` dispersed chains.
+
+    The log-likelihood of model ``i`` is ``r_i theta_i - sum_j Y_ij b_j -
+    sum_j softplus(theta_i - b_j)`` (``r_i`` its raw score), and of item ``j``
+    likewise with its count ``s_j``, so an update needs the softplus cells of
+    the proposal only: the current state's cells are kept and updated where a
+    proposal is accepted (one cell evaluation per block and sweep).
 
     Returns
     -------
@@ -36,6 +42,8 @@ def sample_rasch(Y: np.ndarray, observed: np.ndarray, *, lam: float, n_chains: i
     """
     rng = np.random.default_rng(seed)
     O = observed.astype(float)
+    hits = Y * O
+    scores, counts = hits.sum(1), hits.sum(0)
     N, M = Y.shape
     theta = rng.normal(0.0, 1.0, (n_chains, N))
     b = rng.normal(0.0, 1.0, (n_chains, M))
@@ -44,22 +52,31 @@ def sample_rasch(Y: np.ndarray, observed: np.ndarray, *, lam: float, n_chains: i
     out_t = np.empty((n_chains, n_draws, N))
     out_b = np.empty((n_chains, n_draws, M))
     accepted = np.zeros(2)
+    cells = _softplus_cells(theta, b, O)
     for it in range(n_burn + n_draws):
         rates = []
-        for which in ("theta", "b"):
-            cur = theta if which == "theta" else b
-            scale = scale_t if which == "theta" else scale_b
-            prop = cur + scale * rng.standard_normal(cur.shape)
-            t_new, b_new = (prop, b) if which == "theta" else (theta, prop)
-            axis = 2 if which == "theta" else 1
-            log_ratio = (_loglik_rows(t_new, b_new, Y, O, axis)
-                         - _loglik_rows(theta, b, Y, O, axis)
-                         - 0.5 * lam * (prop ** 2 - cur ** 2))
-            accept = np.log(rng.random(cur.shape)) < log_ratio
-            cur[accept] = prop[accept]
-            rates.append(accept.mean(axis=0))
-            if it < n_burn and (it + 1) % 25 == 0:
-                scale *= np.exp(np.clip(accept.mean(axis=0) - 0.44, -0.3, 0.3))
+        # abilities given difficulties: every theta_i of every chain at once
+        prop = theta + scale_t * rng.standard_normal(theta.shape)
+        new = _softplus_cells(prop, b, O)
+        log_ratio = (scores * (prop - theta) - (new.sum(2) - cells.sum(2))
+                     - 0.5 * lam * (prop ** 2 - theta ** 2))
+        accept = np.log(rng.random(theta.shape)) < log_ratio
+        theta[accept] = prop[accept]
+        cells[accept] = new[accept]
+        rates.append(accept.mean(axis=0))
+        if it < n_burn and (it + 1) % 25 == 0:
+            scale_t *= np.exp(np.clip(accept.mean(axis=0) - 0.44, -0.3, 0.3))
+        # difficulties given abilities
+        prop = b + scale_b * rng.standard_normal(b.shape)
+        new = _softplus_cells(theta, prop, O)
+        log_ratio = (-counts * (prop - b) - (new.sum(1) - cells.sum(1))
+                     - 0.5 * lam * (prop ** 2 - b ** 2))
+        accept = np.log(rng.random(b.shape)) < log_ratio
+        b[accept] = prop[accept]
+        cells = np.where(accept[:, None, :], new, cells)
+        rates.append(accept.mean(axis=0))
+        if it < n_burn and (it + 1) % 25 == 0:
+            scale_b *= np.exp(np.clip(accept.mean(axis=0) - 0.44, -0.3, 0.3))
         if it >= n_burn:
             shift = b.mean(axis=1, keepdims=True)
             out_t[:, it - n_burn] = theta - shift
