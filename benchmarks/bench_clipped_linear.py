@@ -44,8 +44,7 @@ def synthetic(K: int, J: int, coverage: float, seed: int = 0):
     theta, b = rng.normal(0.25, 0.35, K), rng.normal(0, 0.25, J)
     values = np.full((K, J), np.nan)
     values[rows, cols] = np.clip(theta[rows] - b[cols] + 0.1 * rng.standard_t(5, n), -1, 1)
-    S = ScoreMatrix.from_array(values)  # a validated read-only copy
-    del values
+    S = ScoreMatrix.from_array(values, copy=False)  # adopted read-only, no second copy
     return S, rng
 
 
@@ -72,7 +71,7 @@ def run_case(K, J, coverage, backend, refits, queue):
         for _ in range(refits):
             v = S.values.copy()
             v[obs] = np.clip(v[obs] + 0.02 * rng.standard_normal(int(obs.sum())), -1, 1)
-            batch.append(ScoreMatrix(v, S.agents, S.items))
+            batch.append(ScoreMatrix(v, S.agents, S.items, copy=False))
         t0 = time.perf_counter()
         for T in batch:
             model.fit(T)

@@ -100,23 +100,31 @@ class ScoreMatrix:
         Unique row and column names.
     bounds : tuple of float
         Allowed score range, ``(-1.0, 1.0)`` by default (TVD-MI scores).
+
+    Parameters
+    ----------
+    copy : bool, default True
+        Copy ``values``. With ``copy=False`` a C-contiguous float64 array is
+        adopted as it is and made read-only, which halves the memory of large
+        matrices; the caller must not change it through another reference.
     """
 
     values: np.ndarray
     agents: tuple[str, ...]
     items: tuple[str, ...]
     bounds: tuple[float, float] = (-1.0, 1.0)
+    copy: dataclasses.InitVar[bool] = True
 
-    def __post_init__(self) -> None:
-        values = np.array(self.values, dtype=float, copy=True)
+    def __post_init__(self, copy: bool) -> None:
+        values = np.array(self.values, dtype=float, copy=True if copy else None, order="C")
         if values.ndim != 2:
             raise InputError(f"a score matrix must be 2-D (agents x items); got shape {values.shape}")
-        values.setflags(write=False)
         object.__setattr__(self, "values", values)
         object.__setattr__(self, "agents", tuple(str(a) for a in self.agents))
         object.__setattr__(self, "items", tuple(str(i) for i in self.items))
         object.__setattr__(self, "bounds", (float(self.bounds[0]), float(self.bounds[1])))
-        self.validate()
+        self.validate()                 # before freezing: a rejected array stays the caller's
+        values.setflags(write=False)
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> None:
@@ -175,8 +183,13 @@ class ScoreMatrix:
     @classmethod
     def from_array(cls, values: np.ndarray, agents: Sequence[str] | None = None,
                    items: Sequence[str] | None = None,
-                   bounds: tuple[float, float] = (-1.0, 1.0)) -> "ScoreMatrix":
-        """Build from a 2-D array; default names ``agent_0..``, ``item_0..``."""
+                   bounds: tuple[float, float] = (-1.0, 1.0), *,
+                   copy: bool = True) -> "ScoreMatrix":
+        """Build from a 2-D array; default names ``agent_0..``, ``item_0..``.
+
+        ``copy=False`` adopts a float64 array without copying it and makes it
+        read-only (see :class:`ScoreMatrix`).
+        """
         try:
             arr = np.asarray(values, dtype=float)
         except (TypeError, ValueError) as exc:
@@ -186,7 +199,7 @@ class ScoreMatrix:
         K, J = arr.shape
         agents = [f"agent_{k}" for k in range(K)] if agents is None else list(agents)
         items = [f"item_{j}" for j in range(J)] if items is None else list(items)
-        return cls(arr, tuple(agents), tuple(items), bounds)
+        return cls(arr, tuple(agents), tuple(items), bounds, copy=copy)
 
     @classmethod
     def from_wide(cls, frame: pd.DataFrame, agent_column: str | None = None,
@@ -251,7 +264,7 @@ class ScoreMatrix:
         ci = {n: k for k, n in enumerate(items)}
         values = np.full((len(agents), len(items)), np.nan)
         values[[ra[x] for x in a], [ci[x] for x in i]] = s
-        return cls(values, tuple(agents), tuple(items), bounds)
+        return cls(values, tuple(agents), tuple(items), bounds, copy=False)
 
     # ------------------------------------------------------------------ views
     @property
@@ -298,7 +311,7 @@ class ScoreMatrix:
             raise InputError(f"mask must be a boolean array of shape {self.shape}; "
                              f"got {mask.dtype} {mask.shape}")
         values = np.where(mask, self.values, np.nan)
-        return ScoreMatrix(values, self.agents, self.items, self.bounds)
+        return ScoreMatrix(values, self.agents, self.items, self.bounds, copy=False)
 
     def to_frame(self) -> pd.DataFrame:
         """Wide DataFrame (agents as index, items as columns)."""

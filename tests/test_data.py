@@ -101,3 +101,21 @@ def test_restrict_checks_mask():
         S.restrict(np.ones((3, 2), dtype=bool))
     T = S.restrict(np.array([[True, False], [True, True]]))
     assert T.n_observed == 3 and S.n_observed == 4
+
+
+def test_copy_false_adopts_the_array_read_only_and_default_copies():
+    arr = np.array([[0.5, np.nan], [0.1, -0.2]])
+    adopted = ScoreMatrix.from_array(arr, copy=False)
+    assert np.shares_memory(adopted.values, arr) and not arr.flags.writeable
+    with pytest.raises(ValueError):
+        arr[0, 0] = 0.0
+    fresh = np.array([[0.5, np.nan], [0.1, -0.2]])
+    copied = ScoreMatrix.from_array(fresh)
+    assert not np.shares_memory(copied.values, fresh) and fresh.flags.writeable
+    # an array that must be converted is copied anyway, and a rejected one stays writable
+    ints = np.array([[0, 1], [1, 0]])
+    assert not np.shares_memory(ScoreMatrix.from_array(ints, copy=False).values, ints)
+    bad = np.array([[0.5, 2.0], [0.1, 0.2]])
+    with pytest.raises(InputError):
+        ScoreMatrix.from_array(bad, copy=False)
+    assert bad.flags.writeable
