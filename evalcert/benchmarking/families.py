@@ -170,6 +170,10 @@ class IlpProblem:
     key : tuple of int
         Answer-key label counts.
     m : {1, 2}
+    floor : Fraction, optional
+        The minimum label accuracy of the evaluation that generated the data.
+        That evaluation satisfies every axiom at ``key``, so the best
+        achievable value is at least this (a lower bound for M=1 and M=2).
     """
 
     kind: ClassVar[str] = "ilp"
@@ -178,6 +182,7 @@ class IlpProblem:
     decisions: Decisions = dataclasses.field(repr=False)
     key: tuple[int, ...] = ()
     m: int = 1
+    floor: Fraction | None = None
 
     def bound(self) -> Fraction:
         """Closed-form M=1 value at ``key``: exact for M=1, an upper bound for M=2."""
@@ -279,9 +284,13 @@ def gini_hard_family(sizes: Sequence[tuple[int, int]], seeds: Sequence[int]) -> 
     return out
 
 
-def _random_decisions(n_items: int, n_labels: int, n_graders: int,
-                      rng: np.random.Generator) -> tuple[Decisions, tuple[int, ...]]:
-    """Graders right with probability U(0.55, 0.9), else a uniform other label."""
+def _random_decisions(n_items: int, n_labels: int, n_graders: int, rng: np.random.Generator
+                      ) -> tuple[Decisions, tuple[int, ...], Fraction]:
+    """Graders right with probability U(0.55, 0.9), else a uniform other label.
+
+    Returns the decisions, the true answer-key label counts and the true
+    evaluation's minimum label accuracy over graders (a witness of the axioms).
+    """
     truth = rng.integers(0, n_labels, n_items)
     codes = np.empty((n_items, n_graders), dtype=np.int64)
     for i in range(n_graders):
@@ -292,7 +301,10 @@ def _random_decisions(n_items: int, n_labels: int, n_graders: int,
                     tuple(f"g{i}" for i in range(n_graders)),
                     tuple(f"l{r}" for r in range(n_labels)),
                     tuple(tuple(int(v) for v in row) for row in codes))
-    return dec, tuple(int(v) for v in np.bincount(truth, minlength=n_labels))
+    key = np.bincount(truth, minlength=n_labels)
+    floor = min(Fraction(int(np.sum((truth == l) & (codes[:, i] == l))), int(key[l]))
+                for i in range(n_graders) for l in range(n_labels) if key[l] > 0)
+    return dec, tuple(int(v) for v in key), floor
 
 
 def ilp_family(m: int, n_items: Sequence[int], seeds: Sequence[int], n_labels: int = 3,
@@ -301,9 +313,9 @@ def ilp_family(m: int, n_items: Sequence[int], seeds: Sequence[int], n_labels: i
     out = []
     for q in n_items:
         for seed in seeds:
-            dec, key = _random_decisions(q, n_labels, n_graders,
-                                         np.random.default_rng([seed, m, q]))
-            out.append(IlpProblem(f"ilp-m{m}", f"ilp-m{m}-Q{q}-s{seed}", dec, key, m))
+            dec, key, floor = _random_decisions(q, n_labels, n_graders,
+                                                np.random.default_rng([seed, m, q]))
+            out.append(IlpProblem(f"ilp-m{m}", f"ilp-m{m}-Q{q}-s{seed}", dec, key, m, floor))
     return out
 
 

@@ -13,7 +13,9 @@ process pool (``loky``), a Dask cluster (``joblib_backend="dask"`` inside a
 3. certifies the answer itself: QPs with :func:`~evalcert.solvers.certificates.qp_certificate`
    rebuilt from the problem data at the profile's tolerance ``Tolerance(tier, tier)``
    (the same object the solver is given through :func:`~evalcert.solvers.backends.base.solver_options`);
-   ILPs against the closed-form M=1 value (equal for M=1, an upper bound for M=2).
+   ILPs against the closed-form M=1 value (equal for M=1, an upper bound for M=2)
+   and, from below, the minimum label accuracy of the evaluation that generated
+   the data (it satisfies every axiom at the true key).
 
 Tolerance profiles are the accuracy tiers of the benchmark conventions:
 ``low`` 1e-3, ``default`` 1e-6, ``high`` 1e-9. The ILPs are exact (``gapRel=0``)
@@ -91,6 +93,8 @@ def _certify_ilp(problem: IlpProblem, attempt: Attempt) -> dict[str, Any]:
     bound = problem.bound()
     value = attempt.value
     passed = value is not None and (value == bound if problem.m == 1 else value <= bound)
+    if passed and problem.floor is not None:    # the generating evaluation is a witness
+        passed = value >= problem.floor
     return {"objective": math.nan if value is None else float(value), "passed": passed}
 
 

@@ -38,13 +38,20 @@ def overclaiming_highs(problem, settings):
     return dataclasses.replace(att, value=problem.bound() + Fraction(1, 10))
 
 
+def underclaiming_highs(problem, settings):
+    """Claims 1/10 below the accuracy the data-generating evaluation already reaches."""
+    att = solve_pulp(problem, settings, solver="highs")
+    return dataclasses.replace(att, value=problem.floor - Fraction(1, 10))
+
+
 @pytest.fixture(scope="module")
 def result() -> BenchmarkResult:
     problems = clipped_linear_family([(8, 30)], seeds=[0], boxes=("observed",))[:2]
     problems += ilp_family(1, [12], seeds=[0]) + ilp_family(2, [12], seeds=[0])
     backends = select_backends(["native", "pulp-highs"]) + [
         Backend("perturbed", "qp", perturbed_native), Backend("loose-osqp", "qp", loose_osqp),
-        Backend("crashing", "qp", crashing), Backend("overclaiming", "ilp", overclaiming_highs)]
+        Backend("crashing", "qp", crashing), Backend("overclaiming", "ilp", overclaiming_highs),
+        Backend("underclaiming", "ilp", underclaiming_highs)]
     return run_benchmark(problems, backends, ["default"], n_jobs=1, memory=True,
                          progress=False)
 
@@ -80,6 +87,13 @@ def test_crash_is_a_failure_not_an_exception(result):
 
 def test_ilp_value_above_closed_form_fails(result):
     assert [r.success for r in records(result, "overclaiming")] == [False, False]
+
+
+def test_ilp_value_below_the_generating_evaluation_fails(result):
+    assert [r.success for r in records(result, "underclaiming")] == [False, False]
+    problems = ilp_family(1, [12, 60], seeds=[0, 1]) + ilp_family(2, [12, 60], seeds=[0, 1])
+    assert all(0 <= p.floor <= p.bound() for p in problems)
+    assert any(p.floor > 0 for p in problems)
 
 
 def test_failures_are_charged_the_time_limit(result):
