@@ -108,8 +108,9 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     else:
         raise ConvergenceError(f"{what}: EM did not converge in {max_iter} iterations "
                                f"(last change {change:.3g}); raise max_iter or tol. EM "
-                               "crawls when few models face many items (e.g. 12 x 40,000); "
-                               "Rasch MML or 2PL MAP converge faster there",
+                               "crawls when few models face many items (e.g. 12 x 40,000, "
+                               "where the 2PL slopes are barely identified); the Rasch "
+                               "model converges quickly there",
                                solver="em", status="max_iter")
     if common_slope:
         var_a = np.full_like(h0, 1 / (h2.sum() - np.sum(h1 ** 2 / h0)))
