@@ -17,20 +17,23 @@ from typing import Any
 import numpy as np
 
 from evalcert.errors import InputError
-from evalcert.solvers.irt.base import IRTEstimator, IRTResult
+from evalcert.solvers.irt.base import STATIONARITY_LIMIT, IRTEstimator, IRTResult
 from evalcert.solvers.irt.beta import BetaIRT
-from evalcert.solvers.irt.data import ExtremeResponseWarning, validate_responses
+from evalcert.solvers.irt.data import (ExtremeResponseWarning, require_finite_jml,
+                                       validate_responses)
 from evalcert.solvers.irt.esf import conditional_terms, log_esf
 from evalcert.solvers.irt.factor import LogisticFactor
 from evalcert.solvers.irt.holdout import (CVResult, HoldoutResult, cross_validate,
                                           heldout_auc, holdout_evaluate, holdout_predict)
 from evalcert.solvers.irt.je import JEIRT
 from evalcert.solvers.irt.mcmc import ess, rhat
+from evalcert.solvers.irt.pooling import PooledResponses, pool_responses
 from evalcert.solvers.irt.rasch import Rasch
 from evalcert.solvers.irt.twopl import TwoPL
 
 __all__ = ["IRTEstimator", "IRTResult", "Rasch", "TwoPL", "LogisticFactor", "BetaIRT",
-           "JEIRT", "ExtremeResponseWarning", "validate_responses", "log_esf",
+           "JEIRT", "ExtremeResponseWarning", "validate_responses", "require_finite_jml",
+           "pool_responses", "PooledResponses", "STATIONARITY_LIMIT", "log_esf",
            "conditional_terms", "rhat", "ess", "holdout_predict", "holdout_evaluate",
            "cross_validate", "heldout_auc", "HoldoutResult", "CVResult", "make_estimator",
            "fit_irt", "MODELS"]
