@@ -302,19 +302,21 @@ class IRTEstimator:
         return val, {"rows": dR + lam * blocks["rows"], "cols": dC + lam * dev, "glob": dg}
 
     def _stationarity(self, data: ResponseData, R: np.ndarray, C: np.ndarray, g: np.ndarray,
-                      lam: float, free: tuple[str, ...] = ("rows", "cols", "glob")) -> float:
+                      lam: float, free: tuple[str, ...] = ("rows", "cols", "glob"),
+                      information: tuple[np.ndarray, np.ndarray] | None = None) -> float:
         """Distance of ``(R, C, g)`` from stationarity, in standard errors.
 
         For every free parameter ``|gradient| / sqrt(curvature)``: the length
         of a diagonal Newton step measured in that parameter's standard error
         (curvature = the diagonal Fisher information plus the prior; for global
         parameters a finite difference of the gradient). Recomputed from the
-        data alone; the largest value is returned.
+        data alone, except that a caller holding the diagonal information
+        ``(hR, hC)`` at ``(R, C, g)`` may pass it; the largest value is returned.
         """
         Y, obs = data.values, data.observed.astype(float)
         blocks = {"rows": R, "cols": C, "glob": g}
         _, grads = self._joint_objective(Y, obs, blocks, lam, free)
-        hR, hC = self._link_sqgrad(R, C, self.family.curvature(self._link(R, C), obs, g))
+        hR, hC = information if information is not None else self._information(data, R, C, g)
         curv = {"rows": hR + lam, "cols": hC + lam, "glob": np.zeros(g.shape)}
         for k in range(g.size if "glob" in free else 0):
             step = 1e-5 * max(1.0, abs(float(g[k])))
@@ -323,6 +325,12 @@ class IRTEstimator:
                                - grads["glob"][k]) / step
         return max((float(np.max(np.abs(grads[k]) / np.sqrt(np.maximum(curv[k], 1e-300))))
                     for k in free if grads[k].size), default=0.0)
+
+    def _information(self, data: ResponseData, R: np.ndarray, C: np.ndarray,
+                     g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Diagonal Fisher information of the model and item parameters at ``(R, C, g)``."""
+        W = self.family.curvature(self._link(R, C), data.observed.astype(float), g)
+        return self._link_sqgrad(R, C, W)
 
     def _solve(self, data: ResponseData, R: np.ndarray, C: np.ndarray, g: np.ndarray, *,
                free: tuple[str, ...], lam: float) -> dict[str, Any]:
@@ -347,16 +355,14 @@ class IRTEstimator:
         x, n_iter = lbfgs(fun, x0, tol=self.tol, max_iter=self.max_iter,
                           what=f"{self.model_name} {self.method}")
         b = unpack(x)
-        eta = self._link(b["rows"], b["cols"])
-        loglik = -self.family.nll(eta, Y, obs, b["glob"])[0]
-        W = self.family.curvature(eta, obs, b["glob"])
-        hR, hC = self._link_sqgrad(b["rows"], b["cols"], W)
+        loglik = -self.family.nll(self._link(b["rows"], b["cols"]), Y, obs, b["glob"])[0]
+        hR, hC = self._information(data, b["rows"], b["cols"], b["glob"])
         return {"R": b["rows"], "C": b["cols"], "g": b["glob"], "loglik": loglik,
                 "n_iter": n_iter, "se_R": 1 / np.sqrt(hR + lam), "se_C": 1 / np.sqrt(hC + lam),
                 "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)",
                 "solver": "L-BFGS-B",
                 "stationarity": self._stationarity(data, b["rows"], b["cols"], b["glob"], lam,
-                                                   free)}
+                                                   free, information=(hR, hC))}
 
     def _fit_block(self, Y_new: Any, mask: np.ndarray | None, free: str) -> "IRTEstimator":
         self._check_fitted()

@@ -40,12 +40,13 @@ def newton_flops(shape: tuple[int, int]) -> float:
 
 
 def _objective(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray,
-               lam: float) -> tuple[float, np.ndarray, np.ndarray]:
+               lam: float) -> tuple[float, np.ndarray]:
+    """The pooled objective and the success probability of every group pair."""
     softplus, p = softplus_sigmoid(theta[:, None] - b[None, :])
     value = (float(np.sum(pooled.cells * softplus)) - pooled.row_ones @ theta
              + pooled.col_ones @ b
              + 0.5 * lam * (pooled.row_size @ theta ** 2 + pooled.col_size @ b ** 2))
-    return value, p, softplus
+    return value, p
 
 
 def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_iter: int,
@@ -56,7 +57,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
     ----------
     pooled : the grouped data.
     lam : prior precision (0 = joint ML, which needs a finite optimum: check
-        :func:`~.data.finite_jml` first).
+        :func:`~.data.require_finite_jml` first).
     tol : stop when ``max |gradient per model or item| <= tol``.
     max_iter : Newton iterations before :class:`ConvergenceError`.
 
@@ -75,7 +76,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
     shift = (m @ b) / m.sum()
     theta, b = theta - shift, b - shift
     keep_rows = pooled.shape[0] <= pooled.shape[1]      # factor the smaller block
-    value, p, _ = _objective(pooled, theta, b, lam)
+    value, p = _objective(pooled, theta, b, lam)
     for n_iter in range(max_iter + 1):
         cp = cells * p
         g_theta = cp.sum(1) - pooled.row_ones + lam * n * theta
@@ -96,7 +97,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
         t = 1.0
         for _ in range(60):
             new_theta, new_b = theta + t * step_theta, b + t * step_b
-            new_value, new_p, _ = _objective(pooled, new_theta, new_b, lam)
+            new_value, new_p = _objective(pooled, new_theta, new_b, lam)
             if new_value <= value + 1e-4 * t * slope:
                 break
             t /= 2

@@ -198,7 +198,6 @@ class _CompleteEStep:
         members = csr_matrix((np.ones(n), (self.group, np.arange(n))), shape=(G, n))
         self.hits = np.asarray(members @ Yo)          # (G, M) correct answers per group
         self.ones = Yo.sum(0)
-        self.Yo = Yo
         z, w = hermegauss(n_quad)
         self.gh_z, self.gh_log_w = z, np.log(w / w.sum()) + 0.5 * z ** 2
         self.shared_only = shared_only
@@ -272,8 +271,8 @@ class _CompleteEStep:
             else:
                 log_joint = log_base - S.reshape(nodes.shape) + t[:, None] * nodes
             ll_g = logsumexp(log_joint, axis=1)
-            post = np.exp(np.maximum(log_joint - ll_g[:, None], -700.0))
-            post[log_joint - ll_g[:, None] < -700.0] = 0.0        # no subnormal weights
+            log_post = log_joint - ll_g[:, None]
+            post = np.where(log_post < -700.0, 0.0, np.exp(np.maximum(log_post, -700.0)))  # no subnormals
             new_mu = (post * nodes).sum(1) if nodes.ndim == 2 else post @ nodes
             second = (post * nodes ** 2).sum(1) if nodes.ndim == 2 else post @ nodes ** 2
             new_sd = np.sqrt(np.maximum(second - new_mu ** 2, 1e-24))

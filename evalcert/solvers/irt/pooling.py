@@ -8,8 +8,8 @@ objective (and a Gaussian prior) unchanged, so at the optimum, which is unique
 up to the shift, they share one ability. The same holds for items with the same
 observed models and the same count of correct answers. Restricted to such
 group-constant parameters the objective is a weighted problem on a
-``G x H`` table of groups; on a complete 1000 x 200 matrix that is about
-120 x 180 cells instead of 200,000.
+``G x H`` table of groups; on a complete 1000 x 200 matrix of simulated
+Rasch data that is 165 x 170 cells instead of 200,000.
 
 The same argument makes a model's posterior in the Rasch marginal model
 depend only on its observed items and raw score, which :mod:`.mml` uses.
@@ -32,6 +32,8 @@ class PooledResponses:
     ----------
     row_group, col_group : ndarray of int, shapes (n_models,), (n_items,)
         The group of every model and item.
+    row_first, col_first : ndarray of int, shapes (G,), (H,)
+        One representative model (item) of each group.
     row_size, col_size : ndarray of int, shapes (G,), (H,)
         Models (items) per group.
     cells : ndarray of float, shape (G, H)
@@ -43,6 +45,8 @@ class PooledResponses:
 
     row_group: np.ndarray
     col_group: np.ndarray
+    row_first: np.ndarray
+    col_first: np.ndarray
     row_size: np.ndarray
     col_size: np.ndarray
     cells: np.ndarray
@@ -107,7 +111,8 @@ def pool_responses(values: np.ndarray, observed: np.ndarray) -> PooledResponses:
     col_size = np.bincount(col_group, minlength=col_first.size)
     pattern = obs[np.ix_(row_first, col_first)]
     return PooledResponses(
-        row_group=row_group, col_group=col_group, row_size=row_size, col_size=col_size,
+        row_group=row_group, col_group=col_group, row_first=row_first, col_first=col_first,
+        row_size=row_size, col_size=col_size,
         cells=pattern * np.outer(row_size, col_size).astype(float),
         row_ones=np.bincount(row_group, weights=hits.sum(1), minlength=row_first.size),
         col_ones=np.bincount(col_group, weights=hits.sum(0), minlength=col_first.size))

@@ -41,7 +41,7 @@ from evalcert.solvers.irt.esf import conditional_terms
 from evalcert.solvers.irt.joint_newton import newton_flops, rasch_joint_newton
 from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
 from evalcert.solvers.irt.mml import mml_em
-from evalcert.solvers.irt.pooling import group_rows, pool_responses
+from evalcert.solvers.irt.pooling import pool_responses
 
 __all__ = ["Rasch"]
 
@@ -88,8 +88,8 @@ class Rasch(IRTEstimator):
 
     def __init__(self, method: str = "jml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
-                 optimizer: str = "auto", n_quad: int = 15, quadrature: str = "auto", n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000,
-                 max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0):
+                 optimizer: str = "auto", n_quad: int = 15, quadrature: str = "auto",
+                 n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000, max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
                          tol=tol, max_iter=max_iter, seed=seed)
         self.optimizer = optimizer
@@ -143,9 +143,10 @@ class Rasch(IRTEstimator):
         lam = 0.0 if self.method == "jml" else self.lam
         if lam == 0:
             require_finite_jml(data)
+        if self.optimizer == "lbfgs":
+            return super()._fit_joint(data)
         pooled = pool_responses(data.values, data.observed)
-        if self.optimizer == "lbfgs" or (self.optimizer == "auto"
-                                         and newton_flops(pooled.shape) > 2e10):
+        if self.optimizer == "auto" and newton_flops(pooled.shape) > 2e10:
             return super()._fit_joint(data)
         out = rasch_joint_newton(pooled, lam=lam, tol=self.tol, max_iter=self.max_iter,
                                  what=f"rasch {self.method}")
@@ -172,24 +173,23 @@ class Rasch(IRTEstimator):
         items and raw score have the same conditional terms, and items with the
         same observed models and count the same difficulty, so both are pooled
         (:func:`~.pooling.group_rows`): each model group is evaluated once and
-        weighted by its size, each item group is one column with a multiplicity.
+        weighted by its size, each item group is one column with a multiplicity
+        (:func:`~.pooling.pool_responses`).
         """
         keep_r, keep_c = extreme_lines(data, warn=True)
         sub = data.take(keep_r, keep_c)
-        Y, obs = sub.values, sub.observed
-        scores = Y.sum(1)
-        col_first, col_group = group_rows(obs.T, np.rint(Y.sum(0)))
-        first, group = group_rows(obs, np.rint(scores))
-        size = np.bincount(group, minlength=first.size).astype(float)
-        mult = np.bincount(col_group, minlength=col_first.size).astype(float)
-        obs_g = obs[np.ix_(first, col_first)]
-        ones = Y.sum(0)[col_first]                        # correct answers per item
-        share = ones / obs.sum(0)[col_first]
+        obs = sub.observed
+        pooled = pool_responses(sub.values, obs)
+        size, mult = pooled.row_size.astype(float), pooled.col_size.astype(float)
+        obs_g = pooled.cells > 0
+        scores = pooled.row_ones / size                   # raw score of each model group
+        ones = pooled.col_ones / mult                     # correct answers per item
+        share = ones / (obs_g.T @ size)                  # models answering each item
         b = np.log((1 - share) / share)
         b -= (mult @ b) / mult.sum()
         best, step = -np.inf, np.zeros_like(b)
         for n_iter in range(1, self.max_iter + 1):
-            log_gamma, pi, theta = conditional_terms(b, obs_g, scores[first], item_weights=mult)
+            log_gamma, pi, theta = conditional_terms(b, obs_g, scores, item_weights=mult)
             loglik = -float((mult * ones) @ b) - float(size @ log_gamma)
             if loglik < best - 1e-10 * abs(best):
                 step /= 2
@@ -207,14 +207,15 @@ class Rasch(IRTEstimator):
             raise ConvergenceError(f"rasch cml: Newton did not converge in {self.max_iter} "
                                    f"iterations (last step {np.max(np.abs(step)):.3g})",
                                    solver="newton", status="max_iter")
-        theta, b, info = theta[group], b[col_group], info[col_group]
+        theta, b = theta[pooled.row_group], b[pooled.col_group]
+        info_c = info[pooled.col_group]
         p = 1 / (1 + np.exp(b[None, :] - theta[:, None])) * obs
         return {"R": theta[:, None], "C": b[:, None], "loglik": loglik, "n_iter": n_iter,
                 "se_R": 1 / np.sqrt((p * (1 - p)).sum(1))[:, None],
-                "se_C": 1 / np.sqrt(info)[:, None], "loglik_kind": "conditional",
-                "solver": f"newton (conditional likelihood, {first.size} x {col_first.size} "
-                          "pooled groups)",
-                "stationarity": float(np.max(np.abs(grad) / np.sqrt(info[col_first]))),
+                "se_C": 1 / np.sqrt(info_c)[:, None], "loglik_kind": "conditional",
+                "solver": "newton (conditional likelihood, {} x {} pooled groups)".format(
+                    *pooled.shape),
+                "stationarity": float(np.max(np.abs(grad) / np.sqrt(info))),
                 "keep_rows": keep_r, "keep_cols": keep_c}
 
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:

@@ -277,11 +277,10 @@ def test_unconverged_optimizer_output_is_refused(monkeypatch, rasch_data):
 
 
 def test_pooled_cml_matches_unpooled_cml(monkeypatch, rasch_data):
-    from evalcert.solvers.irt import rasch as rasch_module
     Y = rasch_data[0]
     pooled = Rasch(method="cml", tol=1e-9).fit(Y)
     assert "pooled groups" in pooled.result_.solver
-    monkeypatch.setattr(rasch_module, "group_rows",
+    monkeypatch.setattr(pooling, "group_rows",
                         lambda obs, totals: (np.arange(len(totals)), np.arange(len(totals))))
     plain = Rasch(method="cml", tol=1e-9).fit(Y)
     assert plain.result_.solver.endswith(f"{Y.shape[0]} x {Y.shape[1]} pooled groups)")
