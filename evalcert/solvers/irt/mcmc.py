@@ -24,6 +24,22 @@ def _softplus_cells(theta: np.ndarray, b: np.ndarray, O: np.ndarray) -> np.ndarr
     return O * (np.log1p(np.exp(-np.abs(eta))) + np.maximum(eta, 0.0))
 
 
+def _metropolis(cur: np.ndarray, prop: np.ndarray, gain: np.ndarray, lam: float,
+                scale: np.ndarray, adapt: bool, rng: np.random.Generator) -> np.ndarray:
+    """Accept or reject every coordinate's proposal; update ``cur`` (and ``scale``) in place.
+
+    ``gain`` is the log-likelihood change of each proposal; the ``N(0, 1/lam)``
+    prior is added here. During burn-in (``adapt``) the proposal scales move
+    towards an acceptance rate of 0.44. Returns the acceptance mask.
+    """
+    log_ratio = gain - 0.5 * lam * (prop ** 2 - cur ** 2)
+    accept = np.log(rng.random(cur.shape)) < log_ratio
+    cur[accept] = prop[accept]
+    if adapt:
+        scale *= np.exp(np.clip(accept.mean(axis=0) - 0.44, -0.3, 0.3))
+    return accept
+
+
 def sample_rasch(Y: np.ndarray, observed: np.ndarray, *, lam: float, n_chains: int,
                  n_draws: int, n_burn: int, seed: int | np.random.Generator | None
                  ) -> dict[str, Any]:
@@ -54,34 +70,24 @@ def sample_rasch(Y: np.ndarray, observed: np.ndarray, *, lam: float, n_chains: i
     accepted = np.zeros(2)
     cells = _softplus_cells(theta, b, O)
     for it in range(n_burn + n_draws):
-        rates = []
+        adapt = it < n_burn and (it + 1) % 25 == 0
         # abilities given difficulties: every theta_i of every chain at once
         prop = theta + scale_t * rng.standard_normal(theta.shape)
         new = _softplus_cells(prop, b, O)
-        log_ratio = (scores * (prop - theta) - (new.sum(2) - cells.sum(2))
-                     - 0.5 * lam * (prop ** 2 - theta ** 2))
-        accept = np.log(rng.random(theta.shape)) < log_ratio
-        theta[accept] = prop[accept]
-        cells[accept] = new[accept]
-        rates.append(accept.mean(axis=0))
-        if it < n_burn and (it + 1) % 25 == 0:
-            scale_t *= np.exp(np.clip(accept.mean(axis=0) - 0.44, -0.3, 0.3))
+        gain = scores * (prop - theta) - (new.sum(2) - cells.sum(2))
+        accept_t = _metropolis(theta, prop, gain, lam, scale_t, adapt, rng)
+        cells[accept_t] = new[accept_t]
         # difficulties given abilities
         prop = b + scale_b * rng.standard_normal(b.shape)
         new = _softplus_cells(theta, prop, O)
-        log_ratio = (-counts * (prop - b) - (new.sum(1) - cells.sum(1))
-                     - 0.5 * lam * (prop ** 2 - b ** 2))
-        accept = np.log(rng.random(b.shape)) < log_ratio
-        b[accept] = prop[accept]
-        cells = np.where(accept[:, None, :], new, cells)
-        rates.append(accept.mean(axis=0))
-        if it < n_burn and (it + 1) % 25 == 0:
-            scale_b *= np.exp(np.clip(accept.mean(axis=0) - 0.44, -0.3, 0.3))
+        gain = -counts * (prop - b) - (new.sum(1) - cells.sum(1))
+        accept_b = _metropolis(b, prop, gain, lam, scale_b, adapt, rng)
+        cells = np.where(accept_b[:, None, :], new, cells)
         if it >= n_burn:
             shift = b.mean(axis=1, keepdims=True)
             out_t[:, it - n_burn] = theta - shift
             out_b[:, it - n_burn] = b - shift
-            accepted += [r.mean() for r in rates]
+            accepted += [accept_t.mean(), accept_b.mean()]
     return {"theta": out_t, "b": out_b, "acceptance": float(accepted.mean() / n_draws)}
 
 
