@@ -2,14 +2,22 @@
 
 Each module in :mod:`evalcert.commands` defines ``register(subparsers)`` that
 adds one or more verbs; every verb calls one library function and prints its
-result's ``summary()``. Typed evalcert errors are printed as one line and exit
-with status 2; anything else is a bug and keeps its traceback.
+result's ``summary()``. Typed evalcert errors and bad options are printed as one
+line and exit with status 2; Ctrl-C exits 130 and a closed pipe (``evalcert demo |
+head -1``) exits 1, both without a traceback; anything else is a bug and keeps its
+traceback.
+
+Building the parser imports no heavy module (CVXPY, PuLP, SciPy's optimisers,
+pandas, matplotlib): verb modules import those inside their run functions, so
+``evalcert --help`` starts about as fast as ``import numpy``
+(``benchmarks/bench_cli.py`` measures it).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import sys
 from typing import Sequence
@@ -20,9 +28,19 @@ from evalcert.errors import EvalcertError
 __all__ = ["build_parser", "main"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line on stderr (exit status 2)."""
+
+    def error(self, message: str):  # noqa: D102
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with every verb from :mod:`evalcert.commands`."""
-    parser = argparse.ArgumentParser(
+    """Build the top-level parser with every verb from :mod:`evalcert.commands`.
+
+    Modules whose name starts with ``_`` are helpers, not verbs.
+    """
+    parser = _Parser(
         prog="evalcert",
         description="Certified fits, exact judge audits and solver benchmarks for "
                     "label-free LLM evaluation.")
@@ -30,20 +48,47 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
     for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
         module = importlib.import_module(f"evalcert.commands.{info.name}")
         module.register(subparsers)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; return the process exit status."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null after the reader closed the pipe, so the interpreter's
+    final flush cannot raise again."""
     try:
-        return int(args.func(args) or 0)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (e.g. captured in tests)
+        pass
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the process exit status.
+
+    0 on success, 2 on a bad option or a typed :class:`~evalcert.errors.EvalcertError`
+    (one line on stderr), 130 on Ctrl-C, 1 when stdout was closed early.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version or a bad option
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        status = int(args.func(args) or 0)
+        sys.stdout.flush()
+        return status
     except EvalcertError as exc:
-        print(f"evalcert: error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"evalcert: error: {type(exc).__name__}: {exc}".replace("\n", " "),
+              file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

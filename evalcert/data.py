@@ -1,10 +1,19 @@
-"""The score-matrix data model: agents x items, NaN = unobserved.
+"""The score data model: observed (agent, item, score) cells of a K x J design.
 
-:class:`ScoreMatrix` is validated once, when it is built, so nothing downstream
-re-validates: every value is finite and inside ``bounds``, no row or column is
-empty, and names are unique. Readers accept numpy arrays, wide DataFrames (one
-row per agent, one column per item) and long tables ``agent,item,score``, from
-CSV or Parquet files.
+:class:`ScoreMatrix` stores only the observed cells, as coordinates and values
+(COO in row-major order, i.e. CSR order), with agent and item names, so its
+memory and every check grow with the number of observed cells, never with
+K x J. It is validated once, when it is built, so nothing downstream
+re-validates: every score is finite and inside ``bounds``, no (agent, item) pair
+repeats, no agent or item is without a cell, names are unique.
+
+Build it from cells (:meth:`ScoreMatrix.from_cells`), from a dense array with
+NaN = unobserved (:meth:`ScoreMatrix.from_array`, or the constructor), from a
+wide table (:meth:`ScoreMatrix.from_wide`), from a long table
+(:meth:`ScoreMatrix.from_long`) or from a file (:func:`read_scores`; long
+Parquet files are scanned in batches, so a file larger than memory is read in
+O(observed cells)). The dense views ``values`` / ``observed`` / ``to_dense()``
+exist for small matrices and refuse sizes that would not fit in memory.
 
 Example
 -------
@@ -12,14 +21,18 @@ Example
 >>> S = ScoreMatrix.from_array(np.array([[0.5, np.nan], [0.1, -0.2]]))
 >>> S.n_observed, S.connectivity().is_connected
 (3, True)
+>>> T = ScoreMatrix.from_cells([0, 0, 1], [0, 1, 1], [0.5, 0.2, -0.1], ["a", "b"], ["x", "y"])
+>>> T.shape, T.cells()[2].tolist()
+((2, 2), [0.5, 0.2, -0.1])
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 from pathlib import Path
-from typing import Iterable, Literal, Sequence
+from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,14 +40,20 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from evalcert.errors import ConnectivityError, InputError
+from evalcert.memory import estimate_bytes, require_memory
 from evalcert.results import ResultMixin, format_table
+from evalcert.tables import looks_numeric
 
-__all__ = ["ScoreMatrix", "ConnectivityReport", "read_scores"]
+__all__ = ["ScoreMatrix", "ConnectivityReport", "read_scores", "bipartite_components",
+           "MISSING_TOKENS"]
 
 _MAX_LISTED = 8
+#: score cells read as "unobserved" (besides an empty cell); counted, never guessed
+MISSING_TOKENS = frozenset({"", "NA", "NaN", "nan", "N/A", "null", "None"})
+_BOOLEANS = frozenset({"true", "false"})
 
 
-def _list_cells(cells: Iterable[tuple[str, str]], total: int) -> str:
+def _list_cells(cells, total: int) -> str:
     cells = list(cells)[:_MAX_LISTED]
     text = ", ".join(f"({a!s}, {i!s})" for a, i in cells)
     return text + (f", ... ({total} in all)" if total > len(cells) else "")
@@ -44,6 +63,27 @@ def _list_names(names: Sequence[str], total: int | None = None) -> str:
     total = len(names) if total is None else total
     shown = ", ".join(str(n) for n in list(names)[:_MAX_LISTED])
     return shown + (f", ... ({total} in all)" if total > _MAX_LISTED else "")
+
+
+def bipartite_components(rows: np.ndarray, cols: np.ndarray,
+                         shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Component labels of rows and columns of the bipartite graph of cells ``(rows, cols)``.
+
+    O(cells + K + J). Label 0 is the largest component (by rows + columns, ties
+    by first appearance); a row or column without a cell is its own component.
+
+    >>> bipartite_components(np.array([0, 1]), np.array([0, 1]), (3, 2))
+    (array([0, 1, 2]), array([0, 1]))
+    """
+    K, J = shape
+    graph = sp.coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, K + np.asarray(cols))),
+                          shape=(K + J, K + J))
+    n, labels = connected_components(graph, directed=False)
+    sizes = np.bincount(labels, minlength=n)
+    relabel = np.empty(n, dtype=np.int64)
+    relabel[np.argsort(-sizes, kind="stable")] = np.arange(n)
+    labels = relabel[labels]
+    return labels[:K], labels[K:]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,110 +125,93 @@ class ConnectivityReport(ResultMixin):
         return head + "\n" + format_table(rows, ["component", "agents", "items"])
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class ScoreMatrix:
-    """Scores of agents (rows) on items (columns); NaN marks an unobserved cell.
+def _sorted_cells(rows: np.ndarray, cols: np.ndarray, n_items: int) -> np.ndarray | None:
+    """Permutation to row-major order, or None if already strictly sorted."""
+    key = rows * np.int64(n_items) + cols
+    if len(key) < 2 or bool(np.all(key[1:] > key[:-1])):
+        return None
+    return np.argsort(key, kind="stable")
 
-    Build it with :meth:`from_array`, :meth:`from_wide`, :meth:`from_long` or
-    :func:`read_scores`; the constructor validates (see :meth:`validate`).
+
+def _duplicate_pairs(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Indices (into sorted cells) of cells equal to their predecessor."""
+    return np.flatnonzero((rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])) + 1
+
+
+class ScoreMatrix:
+    """Scores of agents (rows) on items (columns), stored as observed cells.
+
+    ``ScoreMatrix(values, agents, items, bounds)`` builds it from a dense 2-D
+    array with NaN = unobserved (as :meth:`from_array`); :meth:`from_cells`
+    builds it from coordinates without any K x J array.
 
     Attributes
     ----------
-    values : ndarray, shape (K, J)
-        Read-only float array; NaN = unobserved.
     agents, items : tuple of str
         Unique row and column names.
     bounds : tuple of float
         Allowed score range, ``(-1.0, 1.0)`` by default (TVD-MI scores).
+    n_missing : int
+        Rows of a long table whose score was empty or a missing token (``NA``,
+        ``nan``...): counted and reported, not observed cells.
+    values, observed : ndarray, shape (K, J)
+        Dense read-only views (NaN = unobserved, boolean mask), built on first
+        use; refused with the bytes needed when they would not fit in memory.
 
     Parameters
     ----------
     copy : bool, default True
-        Copy ``values``. With ``copy=False`` a C-contiguous float64 array is
-        adopted as it is and made read-only, which halves the memory of large
-        matrices; the caller must not change it through another reference.
+        With ``copy=False`` a C-contiguous float64 array is adopted as the dense
+        view and made read-only; the caller must not change it through another
+        reference.
     """
 
-    values: np.ndarray
-    agents: tuple[str, ...]
-    items: tuple[str, ...]
-    bounds: tuple[float, float] = (-1.0, 1.0)
-    copy: dataclasses.InitVar[bool] = True
-
-    def __post_init__(self, copy: bool) -> None:
-        values = np.array(self.values, dtype=float, copy=True if copy else None, order="C")
-        if values.ndim != 2:
-            raise InputError(f"a score matrix must be 2-D (agents x items); got shape {values.shape}")
-        object.__setattr__(self, "values", values)
-        object.__setattr__(self, "agents", tuple(str(a) for a in self.agents))
-        object.__setattr__(self, "items", tuple(str(i) for i in self.items))
-        object.__setattr__(self, "bounds", (float(self.bounds[0]), float(self.bounds[1])))
-        self.validate()                 # before freezing: a rejected array stays the caller's
-        values.setflags(write=False)
-
-    # ------------------------------------------------------------------ validation
-    def validate(self) -> None:
-        """Check the matrix; raise :class:`InputError` naming the offending cells.
-
-        Checks, in order: non-empty, names match the shape and are unique,
-        bounds are ordered, no infinite values, every observed value inside
-        ``bounds``, no all-NaN row (agent) or column (item).
-        """
-        K, J = self.values.shape
-        if K == 0 or J == 0:
-            raise InputError(f"the score matrix is empty (shape {K} x {J}); give at least one "
-                             "agent and one item")
-        if len(self.agents) != K or len(self.items) != J:
-            raise InputError(f"{len(self.agents)} agent names and {len(self.items)} item names "
-                             f"for a {K} x {J} matrix")
-        for kind, names in (("agent", self.agents), ("item", self.items)):
-            if len(set(names)) == len(names):
-                continue
-            dup = pd.Index(names)[pd.Index(names).duplicated()].unique().tolist()
-            if dup:
-                raise InputError(f"duplicate {kind} names: {_list_names(dup)}; names must be unique")
-        lo, hi = self.bounds
-        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-            raise InputError(f"bounds must be finite with lower < upper; got {self.bounds}")
-        v = self.values
-        bad = np.argwhere(np.isinf(v))
-        if len(bad):
-            raise InputError("infinite scores at (agent, item) "
-                             + _list_cells(self._names(bad), len(bad))
-                             + "; replace them by finite scores or NaN (unobserved)")
-        with np.errstate(invalid="ignore"):
-            out = np.argwhere((v < lo) | (v > hi))
-        if len(out):
-            r, c = out[0]
-            raise InputError(f"scores outside the bounds [{lo}, {hi}] at (agent, item) "
-                             + _list_cells(self._names(out), len(out))
-                             + f" (first value {v[r, c]!r}); rescale the scores or pass "
-                             "bounds=(lo, hi); evalcert never clips input silently")
-        obs = ~np.isnan(v)
-        empty_rows = np.flatnonzero(~obs.any(axis=1))
-        if len(empty_rows):
-            raise InputError("agents with no observed score: "
-                             + _list_names([self.agents[k] for k in empty_rows])
-                             + "; drop them before fitting (nothing can be learnt about them)")
-        empty_cols = np.flatnonzero(~obs.any(axis=0))
-        if len(empty_cols):
-            raise InputError("items with no observed score: "
-                             + _list_names([self.items[k] for k in empty_cols])
-                             + "; drop them before fitting (nothing can be learnt about them)")
-
-    def _names(self, cells: np.ndarray) -> list[tuple[str, str]]:
-        return [(self.agents[r], self.items[c]) for r, c in cells]
+    def __init__(self, values: np.ndarray, agents: Sequence[str], items: Sequence[str],
+                 bounds: tuple[float, float] = (-1.0, 1.0), *, copy: bool = True) -> None:
+        try:
+            arr = np.array(values, dtype=float, copy=True if copy else None, order="C")
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"scores must be numeric: {exc}") from None
+        if arr.ndim != 2:
+            raise InputError(f"a score matrix must be 2-D (agents x items); got shape {arr.shape}")
+        rows, cols = np.nonzero(~np.isnan(arr))
+        self._setup(rows.astype(np.int64), cols.astype(np.int64), arr[rows, cols], agents, items,
+                    bounds, shape=arr.shape, n_missing=0, ordered=True)
+        if not copy:                    # after validation: a rejected array stays the caller's
+            arr.setflags(write=False)
+            self.__dict__["values"] = arr
 
     # ---------------------------------------------------------------- constructors
+    @classmethod
+    def from_cells(cls, rows: Sequence[int], cols: Sequence[int], scores: Sequence[float],
+                   agents: Sequence[str], items: Sequence[str],
+                   bounds: tuple[float, float] = (-1.0, 1.0), *,
+                   n_missing: int = 0) -> "ScoreMatrix":
+        """Build from observed cells ``(rows[k], cols[k], scores[k])``; never allocates K x J.
+
+        Cells may come in any order (they are sorted row-major); a repeated
+        (row, col) pair, an index out of range or a NaN score is refused.
+        """
+        self = cls.__new__(cls)
+        rows = np.asarray(rows, dtype=np.int64)
+        cols = np.asarray(cols, dtype=np.int64)
+        scores = np.asarray(scores, dtype=float)
+        if not (rows.ndim == cols.ndim == scores.ndim == 1 and len(rows) == len(cols) == len(scores)):
+            raise InputError(f"rows, cols and scores must be 1-D of one length; got "
+                             f"{rows.shape}, {cols.shape}, {scores.shape}")
+        self._setup(rows, cols, scores, agents, items, bounds,
+                    shape=(len(agents), len(items)), n_missing=n_missing, ordered=False)
+        return self
+
     @classmethod
     def from_array(cls, values: np.ndarray, agents: Sequence[str] | None = None,
                    items: Sequence[str] | None = None,
                    bounds: tuple[float, float] = (-1.0, 1.0), *,
                    copy: bool = True) -> "ScoreMatrix":
-        """Build from a 2-D array; default names ``agent_0..``, ``item_0..``.
+        """Build from a 2-D array (NaN = unobserved); default names ``agent_0..``, ``item_0..``.
 
-        ``copy=False`` adopts a float64 array without copying it and makes it
-        read-only (see :class:`ScoreMatrix`).
+        ``copy=False`` adopts a float64 array as the dense view without copying
+        it and makes it read-only (see :class:`ScoreMatrix`).
         """
         try:
             arr = np.asarray(values, dtype=float)
@@ -199,7 +222,7 @@ class ScoreMatrix:
         K, J = arr.shape
         agents = [f"agent_{k}" for k in range(K)] if agents is None else list(agents)
         items = [f"item_{j}" for j in range(J)] if items is None else list(items)
-        return cls(arr, tuple(agents), tuple(items), bounds, copy=copy)
+        return cls(arr, agents, items, bounds, copy=copy)
 
     @classmethod
     def from_wide(cls, frame: pd.DataFrame, agent_column: str | None = None,
@@ -207,35 +230,45 @@ class ScoreMatrix:
         """Build from a wide table: one row per agent, one column per item.
 
         ``agent_column`` names the column holding agent names; when ``None`` a
-        column called ``agent`` is used if present, else the index.
+        column called ``agent`` is used if present, else the index. Cells may be
+        numbers or strings (as :func:`evalcert.tables.read_table` gives them):
+        empty and missing tokens (``NA``, ``nan``...) are unobserved; booleans and
+        other text are refused.
         """
-        frame = frame.copy()
         if agent_column is None and "agent" in frame.columns:
             agent_column = "agent"
         if agent_column is not None:
             if agent_column not in frame.columns:
                 raise InputError(f"no column {agent_column!r}; columns are {list(frame.columns)[:8]}")
-            frame = frame.set_index(agent_column)
-        numeric = frame.apply(pd.to_numeric, errors="coerce")
-        bad = numeric.isna() & frame.notna()
-        if bad.to_numpy().any():
-            cells = [(frame.index[r], frame.columns[c]) for r, c in np.argwhere(bad.to_numpy())]
-            first = frame.iat[np.argwhere(bad.to_numpy())[0][0], np.argwhere(bad.to_numpy())[0][1]]
-            raise InputError("non-numeric scores at (agent, item) " + _list_cells(cells, len(cells))
-                             + f" (first value {first!r}); use numbers, or leave the cell empty "
-                             "for unobserved")
-        return cls(numeric.to_numpy(dtype=float), tuple(map(str, frame.index)),
-                   tuple(map(str, frame.columns)), bounds)
+            names = [_name_text(a) for a in frame[agent_column]]
+            frame = frame.drop(columns=[agent_column])
+        else:
+            names = [_name_text(a) for a in frame.index]
+        dup = pd.Index(frame.columns)
+        if dup.has_duplicates:
+            raise InputError(f"duplicate item columns {_list_names(dup[dup.duplicated()].unique().tolist())}; "
+                             "every item needs its own column")
+        empty = [k for k, a in enumerate(names) if a == ""]
+        if empty:
+            raise InputError(f"empty agent name in data row {empty[0] + 1} (of {len(empty)} such "
+                             "rows); every row needs an agent name")
+        items = [str(c) for c in frame.columns]
+        values = np.empty((len(names), len(items)))
+        for j, item in enumerate(items):
+            values[:, j] = _parse_scores(frame.iloc[:, j],
+                                         lambda idx, item=item: [(names[k], item) for k in idx])
+        return cls(values, names, list(items), bounds, copy=False)
 
     @classmethod
     def from_long(cls, frame: pd.DataFrame, agent: str = "agent", item: str = "item",
                   score: str = "score",
                   bounds: tuple[float, float] = (-1.0, 1.0)) -> "ScoreMatrix":
-        """Build from a long table with one row per observed (agent, item, score).
+        """Build from a long table with one row per (agent, item, score); O(rows), no K x J.
 
         Agents and items keep their order of first appearance. Duplicate
         (agent, item) pairs raise :class:`InputError` (evalcert does not guess
-        whether to average them).
+        whether to average them); a row with an empty or missing-token score is
+        not a cell: it is counted in ``n_missing`` and reported with a warning.
         """
         missing = [c for c in (agent, item, score) if c not in frame.columns]
         if missing:
@@ -243,78 +276,193 @@ class ScoreMatrix:
                              "name them with agent=, item=, score= or use the wide format")
         if len(frame) == 0:
             raise InputError("the long table has no rows")
-        a = frame[agent].astype(str).to_numpy()
-        i = frame[item].astype(str).to_numpy()
-        raw = frame[score]
-        s = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-        bad = np.flatnonzero(np.isnan(s) & raw.notna().to_numpy())
-        if len(bad):
-            cells = [(a[k], i[k]) for k in bad]
-            raise InputError("non-numeric scores at (agent, item) " + _list_cells(cells, len(bad))
-                             + f" (first value {raw.iloc[bad[0]]!r})")
-        dup = pd.DataFrame({"a": a, "i": i}).duplicated(keep=False).to_numpy()
-        if dup.any():
-            cells = sorted(set(zip(a[dup], i[dup])))
-            raise InputError("duplicate (agent, item) pairs in the long table: "
-                             + _list_cells(cells, len(cells))
-                             + "; aggregate them yourself (e.g. mean) before fitting")
-        agents = list(dict.fromkeys(a))
-        items = list(dict.fromkeys(i))
-        ra = {n: k for k, n in enumerate(agents)}
-        ci = {n: k for k, n in enumerate(items)}
-        values = np.full((len(agents), len(items)), np.nan)
-        values[[ra[x] for x in a], [ci[x] for x in i]] = s
-        return cls(values, tuple(agents), tuple(items), bounds, copy=False)
+        builder = _LongBuilder()
+        builder.add(frame[agent], frame[item], frame[score])
+        return builder.finish(bounds)
+
+    # ----------------------------------------------------------- construction core
+    def _setup(self, rows, cols, scores, agents, items, bounds, *, shape, n_missing,
+               ordered, parent: "ScoreMatrix | None" = None) -> None:
+        d = self.__dict__
+        if parent is not None:          # names and bounds already checked: O(cells) restrict
+            d["agents"], d["items"], d["bounds"] = parent.agents, parent.items, parent.bounds
+        else:
+            d["agents"] = tuple(str(a) for a in agents)
+            d["items"] = tuple(str(i) for i in items)
+            d["bounds"] = (float(bounds[0]), float(bounds[1]))
+        d["n_missing"] = int(n_missing)
+        K, J = d["_shape"] = (int(shape[0]), int(shape[1]))
+        if not ordered:
+            if len(rows) and (rows.min() < 0 or rows.max() >= K or cols.min() < 0 or cols.max() >= J):
+                raise InputError(f"cell indices out of range for {K} agents x {J} items")
+            perm = _sorted_cells(rows, cols, J)
+            if perm is not None:
+                rows, cols, scores = rows[perm], cols[perm], scores[perm]
+                dup = _duplicate_pairs(rows, cols)
+                if len(dup):
+                    raise InputError("duplicate (agent, item) pairs: "
+                                     + _list_cells(self._names(rows[dup], cols[dup]), len(dup))
+                                     + "; aggregate them yourself (e.g. mean) before fitting")
+        for a in (rows, cols, scores):
+            a.setflags(write=False)
+        d["_rows"], d["_cols"], d["_scores"] = rows, cols, scores
+        if parent is None:
+            self._validate_names()
+        self._validate_cells()
+
+    def __setattr__(self, name, value):
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __getstate__(self) -> dict:
+        # cells and names only: dense views are rebuilt on demand, never shipped to workers
+        return {k: v for k, v in self.__dict__.items() if k not in ("values", "observed")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        for k in ("_rows", "_cols", "_scores"):
+            if state[k].flags.writeable:
+                state[k].setflags(write=False)
+
+    def __repr__(self) -> str:
+        K, J = self.shape
+        return f"<ScoreMatrix {K} agents x {J} items, {self.n_observed} observed cells>"
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> None:
+        """Check the matrix; raise :class:`InputError` naming the offending cells.
+
+        Checks, in order: non-empty, names match the shape and are unique,
+        bounds are ordered, no NaN or infinite scores, every score inside
+        ``bounds``, no agent or item without a cell. O(cells + K + J).
+        """
+        self._validate_names()
+        self._validate_cells()
+
+    def _validate_names(self) -> None:
+        K, J = self.shape
+        if K == 0 or J == 0:
+            raise InputError(f"the score matrix is empty (shape {K} x {J}); give at least one "
+                             "agent and one item")
+        if len(self.agents) != K or len(self.items) != J:
+            raise InputError(f"{len(self.agents)} agent names and {len(self.items)} item names "
+                             f"for a {K} x {J} matrix")
+        for kind, names in (("agent", self.agents), ("item", self.items)):
+            if len(set(names)) != len(names):
+                idx = pd.Index(names)
+                raise InputError(f"duplicate {kind} names: "
+                                 f"{_list_names(idx[idx.duplicated()].unique().tolist())}; "
+                                 "names must be unique")
+        lo, hi = self.bounds
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise InputError(f"bounds must be finite with lower < upper; got {self.bounds}")
+
+    def _validate_cells(self) -> None:
+        K, J = self.shape
+        lo, hi = self.bounds
+        r, c, s = self._rows, self._cols, self._scores
+        for test, what, fix in ((np.isnan, "NaN", "leave unobserved cells out"),
+                                (np.isinf, "infinite", "replace them by finite scores or "
+                                                       "leave the cells unobserved")):
+            bad = np.flatnonzero(test(s))
+            if len(bad):
+                raise InputError(f"{what} scores at (agent, item) "
+                                 + _list_cells(self._names(r[bad], c[bad]), len(bad)) + f"; {fix}")
+        out = np.flatnonzero((s < lo) | (s > hi))
+        if len(out):
+            raise InputError(f"scores outside the bounds [{lo}, {hi}] at (agent, item) "
+                             + _list_cells(self._names(r[out], c[out]), len(out))
+                             + f" (first value {s[out[0]]!r}); rescale the scores or pass "
+                             "bounds=(lo, hi); evalcert never clips input silently")
+        for kind, idx, n, names in (("agents", r, K, self.agents), ("items", c, J, self.items)):
+            empty = np.flatnonzero(np.bincount(idx, minlength=n) == 0)
+            if len(empty):
+                raise InputError(f"{kind} with no observed score: "
+                                 + _list_names([names[k] for k in empty[:_MAX_LISTED]], len(empty))
+                                 + "; drop them before fitting (nothing can be learnt about them)")
+
+    def _names(self, rows, cols) -> list[tuple[str, str]]:
+        return [(self.agents[a], self.items[i]) for a, i in zip(rows[:_MAX_LISTED], cols[:_MAX_LISTED])]
 
     # ------------------------------------------------------------------ views
     @property
     def shape(self) -> tuple[int, int]:
-        return self.values.shape  # type: ignore[return-value]
+        return self._shape
 
     @property
     def n_agents(self) -> int:
-        return self.values.shape[0]
+        return self._shape[0]
 
     @property
     def n_items(self) -> int:
-        return self.values.shape[1]
-
-    @functools.cached_property
-    def observed(self) -> np.ndarray:
-        """Boolean mask of observed cells (computed once, read-only)."""
-        mask = ~np.isnan(self.values)
-        mask.setflags(write=False)
-        return mask
+        return self._shape[1]
 
     @property
     def n_observed(self) -> int:
-        return int(self.observed.sum())
+        return len(self._scores)
 
     @property
     def coverage(self) -> float:
         """Fraction of cells observed."""
-        return self.n_observed / self.values.size
+        return self.n_observed / (self.n_agents * self.n_items)
 
     def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Observed cells in row-major order: ``(rows, cols, scores)``."""
-        rows, cols = np.nonzero(self.observed)
-        return rows, cols, self.values[rows, cols]
+        """Observed cells in row-major order: ``(rows int64, cols int64, scores float64)``, read-only."""
+        return self._rows, self._cols, self._scores
+
+    def _dense_bytes_check(self, dtype: str, what: str) -> None:
+        K, J = self.shape
+        require_memory(estimate_bytes((K, J), dtype), f"a dense {K} x {J} {what}",
+                       "work on the observed cells instead: S.cells(), S.restrict(cell_mask), "
+                       "S.connectivity()")
+
+    def to_dense(self) -> np.ndarray:
+        """A new writable K x J float array, NaN = unobserved (refused if it would not fit)."""
+        self._dense_bytes_check("float64", "score array")
+        out = np.full(self.shape, np.nan)
+        out[self._rows, self._cols] = self._scores
+        return out
+
+    @functools.cached_property
+    def values(self) -> np.ndarray:
+        """Dense read-only K x J view, NaN = unobserved (built once; small matrices only)."""
+        out = self.to_dense()
+        out.setflags(write=False)
+        return out
+
+    @functools.cached_property
+    def observed(self) -> np.ndarray:
+        """Dense read-only boolean mask of observed cells (built once; small matrices only)."""
+        self._dense_bytes_check("bool", "mask")
+        mask = np.zeros(self.shape, dtype=bool)
+        mask[self._rows, self._cols] = True
+        mask.setflags(write=False)
+        return mask
+
+    def cell_mask(self, mask: np.ndarray) -> np.ndarray:
+        """A boolean vector over :meth:`cells` from a K x J mask or a cell vector (checked)."""
+        mask = np.asarray(mask)
+        if mask.dtype == bool and mask.shape == (self.n_observed,):
+            return mask
+        if mask.dtype == bool and mask.shape == self.shape:
+            return mask[self._rows, self._cols]
+        raise InputError(f"mask must be a boolean array of shape {self.shape} or a boolean vector "
+                         f"over the {self.n_observed} observed cells; got {mask.dtype} {mask.shape}")
 
     def restrict(self, mask: np.ndarray) -> "ScoreMatrix":
-        """Keep only cells where ``mask`` is True (others become unobserved).
+        """Keep only the cells where ``mask`` is True (others become unobserved); O(cells).
 
+        ``mask`` is a K x J boolean array or a boolean vector over :meth:`cells`.
         Raises :class:`InputError` if ``mask`` has the wrong shape or leaves an
         agent or item with no observation.
         """
-        mask = np.asarray(mask)
-        if mask.shape != self.shape or mask.dtype != bool:
-            raise InputError(f"mask must be a boolean array of shape {self.shape}; "
-                             f"got {mask.dtype} {mask.shape}")
-        values = np.where(mask, self.values, np.nan)
-        return ScoreMatrix(values, self.agents, self.items, self.bounds, copy=False)
+        keep = self.cell_mask(mask)
+        out = ScoreMatrix.__new__(ScoreMatrix)
+        out._setup(self._rows[keep], self._cols[keep], self._scores[keep], None, None, None,
+                   shape=self.shape, n_missing=0, ordered=True, parent=self)
+        return out
 
     def to_frame(self) -> pd.DataFrame:
-        """Wide DataFrame (agents as index, items as columns)."""
+        """Wide DataFrame (agents as index, items as columns); small matrices only."""
         return pd.DataFrame(self.values, index=pd.Index(self.agents, name="agent"),
                             columns=list(self.items))
 
@@ -324,30 +472,36 @@ class ScoreMatrix:
         return pd.DataFrame({"agent": np.asarray(self.agents, dtype=object)[r],
                              "item": np.asarray(self.items, dtype=object)[c], "score": s})
 
+    def summary(self) -> str:
+        """Shape, observed cells, coverage, bounds and missing rows of the source."""
+        K, J = self.shape
+        text = (f"{K} agents x {J} items, {self.n_observed} observed cells "
+                f"({self.coverage:.2%} coverage), bounds {list(self.bounds)}")
+        return text + (f"; {self.n_missing} rows with a missing score were not used"
+                       if self.n_missing else "")
+
     # ------------------------------------------------------------ connectivity
     def connectivity(self, mask: np.ndarray | None = None) -> ConnectivityReport:
-        """Components and degrees of the bipartite observation graph.
+        """Components and degrees of the bipartite observation graph; O(cells + K + J).
 
-        ``mask`` (boolean, K x J) restricts the graph to a subset of the
-        observed cells, e.g. the cells with positive bootstrap weight.
+        ``mask`` (K x J boolean, or a boolean vector over :meth:`cells`)
+        restricts the graph to a subset of the observed cells, e.g. the cells
+        with positive bootstrap weight.
         """
-        obs = self.observed if mask is None else np.asarray(mask, dtype=bool) & self.observed
+        rows, cols = self._rows, self._cols
+        if mask is not None:
+            keep = self.cell_mask(mask)
+            rows, cols = rows[keep], cols[keep]
         K, J = self.shape
-        rows, cols = np.nonzero(obs)
-        n = K + J
-        graph = sp.coo_matrix((np.ones(len(rows)), (rows, K + cols)), shape=(n, n))
-        n_comp, labels = connected_components(graph, directed=False)
-        sizes = [(int((labels[:K] == c).sum()), int((labels[K:] == c).sum()))
-                 for c in range(n_comp)]
-        order = sorted(range(n_comp), key=lambda c: (-(sizes[c][0] + sizes[c][1]), c))
-        relabel = np.empty(n_comp, dtype=int)
-        relabel[order] = np.arange(n_comp)
-        labels = relabel[labels]
-        agent_deg = obs.sum(axis=1)
-        item_deg = obs.sum(axis=0)
+        lab_r, lab_c = bipartite_components(rows, cols, (K, J))
+        n_comp = int(max(lab_r.max(), lab_c.max()) + 1)
+        sizes = list(zip(np.bincount(lab_r, minlength=n_comp).tolist(),
+                         np.bincount(lab_c, minlength=n_comp).tolist()))
+        agent_deg = np.bincount(rows, minlength=K)
+        item_deg = np.bincount(cols, minlength=J)
         return ConnectivityReport(
-            n_components=int(n_comp), component_sizes=[sizes[c] for c in order],
-            agent_component=labels[:K], item_component=labels[K:],
+            n_components=n_comp, component_sizes=[tuple(s) for s in sizes],
+            agent_component=lab_r, item_component=lab_c,
             min_agent_degree=int(agent_deg.min()), min_item_degree=int(item_deg.min()),
             agent_degrees=agent_deg, item_degrees=item_deg)
 
@@ -357,56 +511,215 @@ class ScoreMatrix:
         component or leaves an agent or item with no cell."""
         report = self.connectivity(mask)
         if not report.is_connected:
-            small = [k for k in range(len(self.agents)) if report.agent_component[k] != 0]
+            small = np.flatnonzero(report.agent_component != 0)
             raise ConnectivityError(
                 f"the observation design is disconnected: {report.n_components} components of "
-                f"(agents, items) sizes {report.component_sizes}; abilities and difficulties of "
-                "different components are not comparable. Observe cells that link them "
-                "(see evalcert.diagnostics.connectivity) or fit each component separately"
-                + (f"; agents outside the largest component: {_list_names([self.agents[k] for k in small])}"
-                   if small else ""),
+                f"(agents, items) sizes {report.component_sizes[:_MAX_LISTED]}; abilities and "
+                "difficulties of different components are not comparable. Observe cells that "
+                "link them (see evalcert.diagnostics.connectivity) or fit each component separately"
+                + (f"; agents outside the largest component: "
+                   f"{_list_names([self.agents[k] for k in small[:_MAX_LISTED]], len(small))}"
+                   if len(small) else ""),
                 report.component_sizes)
         return report
 
 
+# ---------------------------------------------------------------------- readers
+def _refuse_bad_scores(bad: np.ndarray, text: np.ndarray, name_of) -> None:
+    lowered = np.char.lower(text[bad].astype(str))
+    cells = name_of(bad[:_MAX_LISTED])
+    if np.isin(lowered, list(_BOOLEANS)).any():
+        raise InputError("boolean scores (true/false) at (agent, item) " + _list_cells(cells, len(bad))
+                         + "; evalcert does not read booleans as 1/0: write the scores as numbers "
+                         "(e.g. 1 and 0) in the file")
+    raise InputError("non-numeric scores at (agent, item) " + _list_cells(cells, len(bad))
+                     + f" (first value {str(text[bad[0]])!r}); use numbers, or leave the cell "
+                     "empty for unobserved")
+
+
+def _parse_scores(column, name_of) -> np.ndarray:
+    """Scores of one column as floats, NaN where empty or a missing token.
+
+    ``column`` is a pandas Series (numbers or strings) or a pyarrow array;
+    ``name_of(indices)`` names the (agent, item) of rows for error messages.
+    """
+    if hasattr(column, "type"):                          # pyarrow
+        import pyarrow as pa
+        if pa.types.is_boolean(column.type):
+            _refuse_bad_scores(np.arange(len(column)), np.array(["true"]).repeat(len(column)),
+                               name_of)
+        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+            return column.to_numpy(zero_copy_only=False).astype(float, copy=False)
+        column = column.to_pandas()
+    if column.dtype == bool:
+        _refuse_bad_scores(np.arange(len(column)), np.array(["true"]).repeat(len(column)), name_of)
+    if column.dtype.kind in "iuf":
+        return column.to_numpy(dtype=float)
+    text = np.asarray(column.astype(object).where(column.notna(), "").astype(str), dtype=object)
+    values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(np.isnan(values) & ~pd.Series(text).isin(MISSING_TOKENS).to_numpy())
+    if len(bad):
+        _refuse_bad_scores(bad, text, name_of)
+    return values
+
+
+def _name_text(value) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return ""
+    return str(value).lower() if isinstance(value, (bool, np.bool_)) else str(value)
+
+
+class _LongBuilder:
+    """Accumulates batches of long-table rows into codes, then one ScoreMatrix."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, dict[str, int]] = {"agent": {}, "item": {}}
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self.n_rows = 0
+
+    def _codes(self, column, kind: str) -> np.ndarray:
+        if hasattr(column, "type"):                      # pyarrow: encode without Python strings
+            import pyarrow.compute as pc
+            enc = pc.dictionary_encode(column, null_encoding="encode")
+            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            uniques = enc.dictionary.to_pylist()
+        else:
+            codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        text = [_name_text(v) for v in uniques]
+        if "" in text:
+            row = self.n_rows + int(np.flatnonzero(codes == text.index(""))[0]) + 1
+            raise InputError(f"empty {kind} name in data row {row} of the long table; every "
+                             f"row needs an {kind} name (fill it in or drop the row)")
+        mapping = self.names[kind]
+        lookup = np.array([mapping.setdefault(t, len(mapping)) for t in text], dtype=np.int64)
+        return lookup[codes]
+
+    def add(self, agents, items, scores) -> None:
+        rows, cols = self._codes(agents, "agent"), self._codes(items, "item")
+        names = [list(self.names["agent"]), list(self.names["item"])]
+        values = _parse_scores(scores, lambda idx: [(names[0][rows[k]], names[1][cols[k]])
+                                                    for k in idx])
+        self.parts.append((rows, cols, values))
+        self.n_rows += len(rows)
+
+    def finish(self, bounds: tuple[float, float]) -> ScoreMatrix:
+        rows, cols, scores = (np.concatenate([p[k] for p in self.parts]) for k in range(3))
+        self.parts.clear()
+        agents, items = list(self.names["agent"]), list(self.names["item"])
+        perm = _sorted_cells(rows, cols, len(items))
+        if perm is not None:
+            rows, cols, scores = rows[perm], cols[perm], scores[perm]
+            dup = _duplicate_pairs(rows, cols)
+            if len(dup):
+                cells = [(agents[rows[k]], items[cols[k]]) for k in dup[:_MAX_LISTED]]
+                raise InputError("duplicate (agent, item) pairs in the long table: "
+                                 + _list_cells(cells, len(dup))
+                                 + "; aggregate them yourself (e.g. mean) before fitting")
+        missing = np.isnan(scores)
+        n_missing = int(missing.sum())
+        if n_missing:
+            warnings.warn(f"{n_missing} of {self.n_rows} rows of the long table have an empty or "
+                          f"missing score ({', '.join(sorted(t for t in MISSING_TOKENS if t))} or "
+                          "empty); they are not observed cells", stacklevel=3)
+            rows, cols, scores = rows[~missing], cols[~missing], scores[~missing]
+        S = ScoreMatrix.__new__(ScoreMatrix)
+        S._setup(rows, cols, scores, agents, items, bounds, shape=(len(agents), len(items)),
+                 n_missing=n_missing, ordered=True)
+        return S
+
+
+def _scan_parquet(path: Path, names: dict[str, str], bounds: tuple[float, float],
+                  batch_rows: int, verbose: bool) -> ScoreMatrix:
+    """Long Parquet file (or folder of them) scanned in batches of ``batch_rows`` rows."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    from tqdm.auto import tqdm
+
+    from evalcert.tables import _check_file
+    if not path.is_dir():
+        _check_file(path)
+    try:
+        data = ds.dataset(path, format="parquet")
+        found = data.schema.names
+        missing = [c for c in names.values() if c not in found]
+        if missing:
+            raise InputError(f"{path}: missing column(s) {missing}; found {found[:8]}; name them "
+                             "with agent=, item=, score=")
+        builder = _LongBuilder()
+        with tqdm(total=data.count_rows(), disable=not verbose, unit="rows", desc="reading") as bar:
+            for batch in data.to_batches(columns=list(names.values()), batch_size=batch_rows):
+                builder.add(*(batch.column(k) for k in range(3)))
+                bar.update(batch.num_rows)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"{path}: corrupt or unreadable Parquet data ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0][:120]})") from None
+    if builder.n_rows == 0:
+        raise InputError(f"{path}: the long table has no rows")
+    return builder.finish(bounds)
+
+
+def _check_wide_header(path: Path, columns: list[str]) -> None:
+    items = columns[1:]
+    numeric = [looks_numeric(c) for c in items]
+    if (columns[0] and looks_numeric(columns[0])) or any(c.lower() in _BOOLEANS for c in columns) \
+            or (items and all(numeric) and not all(float(c).is_integer() for c in items)):
+        raise InputError(f"{path}: the header row looks like data ({', '.join(columns[:4])}...); "
+                         "the first row must name the columns (agent, then one name per item): "
+                         "add a header row")
+
+
 def read_scores(path: str | Path, format: Literal["wide", "long"] = "wide",
-                bounds: tuple[float, float] = (-1.0, 1.0), **columns: str) -> ScoreMatrix:
-    """Read a :class:`ScoreMatrix` from a CSV or Parquet file.
+                bounds: tuple[float, float] = (-1.0, 1.0), *, batch_rows: int = 1_000_000,
+                verbose: bool = False, **columns: str) -> ScoreMatrix:
+    """Read a :class:`ScoreMatrix` from a CSV, TSV, Parquet, JSON Lines or JSON file.
+
+    Files are parsed as data only (:func:`evalcert.tables.read_table`).
 
     Parameters
     ----------
     path : str or Path
-        ``.csv`` (or ``.csv.gz``) or ``.parquet``/``.pq`` file. Files are parsed
-        as data only.
+        The file; a folder of Parquet files is read as one long table.
     format : {"wide", "long"}
-        ``wide``: first column (or one named ``agent``) holds agent names, other
-        columns are items. ``long``: columns ``agent, item, score``.
+        ``wide``: the first column (or one named ``agent``) holds agent names,
+        always read as names (``NA``, ``0.25`` are names); every other column is
+        an item; an empty cell is unobserved. ``long``: columns
+        ``agent, item, score``, one row per observed cell; a row with an empty
+        score is counted in ``S.n_missing`` and reported with a warning.
     bounds : tuple of float
         Allowed score range.
+    batch_rows : int
+        Rows per batch when scanning long Parquet data (memory grows with the
+        observed cells, never with the file or with K x J).
+    verbose : bool
+        Progress bar (stderr) while scanning Parquet.
     **columns : str
         For long tables, ``agent=``, ``item=``, ``score=`` column names.
+
+    Raises
+    ------
+    InputError
+        Unreadable file, no header row, duplicate item columns or (agent, item)
+        pairs, empty agent names, booleans or text as scores, scores outside
+        ``bounds``, agents or items without a score.
     """
+    from evalcert.tables import read_table, table_format
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"no such file: {path}")
-    suffixes = "".join(path.suffixes).lower()
-    if suffixes.endswith((".parquet", ".pq")):
-        frame = pd.read_parquet(path)
-    elif ".csv" in suffixes or ".txt" in suffixes:
-        try:
-            frame = pd.read_csv(path)
-        except pd.errors.ParserError as exc:
-            raise InputError(f"{path} is not a readable CSV file: {exc}") from None
-        except pd.errors.EmptyDataError:
-            raise InputError(f"{path} is empty") from None
-    else:
-        raise InputError(f"cannot tell the format of {path}: use a .csv or .parquet file")
+    unknown = set(columns) - {"agent", "item", "score"}
+    if unknown:
+        raise InputError(f"unknown column option(s) {sorted(unknown)}; use agent=, item=, score=")
     if format == "long":
-        return ScoreMatrix.from_long(frame, bounds=bounds, **columns)
+        names = {k: columns.get(k, k) for k in ("agent", "item", "score")}
+        if path.is_dir() or table_format(path) == "parquet":
+            return _scan_parquet(path, names, bounds, int(batch_rows), verbose)
+        return ScoreMatrix.from_long(read_table(path, required=list(names.values())),
+                                     bounds=bounds, **names)
     if format != "wide":
         raise InputError(f"format must be 'wide' or 'long', got {format!r}")
+    frame = read_table(path)
+    if frame.shape[1] < 2:
+        raise InputError(f"{path}: a wide score file needs an agent column and at least one item "
+                         f"column; found {list(frame.columns)} (for agent,item,score rows use "
+                         "format='long')")
+    _check_wide_header(path, list(frame.columns))
     agent_column = "agent" if "agent" in frame.columns else frame.columns[0]
-    if frame[agent_column].dtype.kind in "fc" and agent_column != "agent":
-        frame = frame.reset_index().rename(columns={"index": "agent"})
-        agent_column = "agent"
     return ScoreMatrix.from_wide(frame, agent_column=agent_column, bounds=bounds)

@@ -1,83 +1,137 @@
 """Map work over joblib backends with a tqdm progress bar.
 
-``loky`` (local processes) is the default; ``dask`` runs on the
-``dask.distributed`` cluster of the caller's current ``Client`` (joblib's dask
-backend); ``ray`` runs on Ray when it is installed. Results come back in the
-order of the inputs, so a sweep gives the same output on every backend.
+``loky`` (local processes) is the default; ``dask`` runs on a
+``dask.distributed`` cluster, either the caller's current ``Client`` or the
+scheduler at ``scheduler="tcp://host:8786"`` (joblib's dask backend); ``ray``
+runs on Ray when it is installed. Results come back in the order of the
+inputs, so a sweep gives the same output on every backend.
+
+Large inputs every task needs (a :class:`~evalcert.data.ScoreMatrix`, a
+holdout) go in ``shared=``: each task receives them as extra arguments, and on
+Dask they are scattered once to every worker (``broadcast``) instead of being
+shipped with every task.
 
 Example
 -------
 >>> parallel_map(abs, [-1, 2, -3], n_jobs=1, progress=False)
 [1, 2, 3]
+>>> import operator
+>>> parallel_map(operator.add, [1, 2], shared=(10,), n_jobs=1, progress=False)
+[11, 12]
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Literal
+import contextlib
+from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import joblib
 from tqdm.auto import tqdm
 
-from evalcert.errors import BackendUnavailableError
+from evalcert.errors import BackendUnavailableError, InputError
 
-__all__ = ["BACKENDS", "parallel_map"]
+__all__ = ["BACKENDS", "parallel_map", "dask_client"]
 
 BACKENDS = ("loky", "dask", "ray")
 Backend = Literal["loky", "dask", "ray"]
+#: seconds to wait for a Dask scheduler before refusing its address
+CONNECT_TIMEOUT = 5.0
 
 
-def _activate(backend: str) -> None:
-    """Make ``backend`` usable by joblib or raise :class:`BackendUnavailableError`."""
-    if backend == "loky":
-        return
-    if backend == "dask":
+@contextlib.contextmanager
+def dask_client(scheduler: str | None = None, timeout: float | None = None) -> Iterator[Any]:
+    """The ``distributed.Client`` to run on: connected to ``scheduler``, or the current one.
+
+    Raises
+    ------
+    BackendUnavailableError
+        dask.distributed is not installed, or no scheduler is given and no
+        ``Client`` exists in this process.
+    InputError
+        The scheduler at ``scheduler`` cannot be reached within ``timeout``
+        seconds (default :data:`CONNECT_TIMEOUT`).
+    """
+    timeout = CONNECT_TIMEOUT if timeout is None else timeout
+    try:
+        from distributed import Client
+    except ImportError:
+        raise BackendUnavailableError("backend 'dask' needs dask[distributed]; "
+                                      "pip install 'dask[distributed]'") from None
+    if scheduler is None:
         try:
-            from distributed import Client
-        except ImportError:
-            raise BackendUnavailableError("backend 'dask' needs dask[distributed]; "
-                                          "pip install 'dask[distributed]'") from None
-        try:
-            Client.current()
+            yield Client.current()
         except ValueError:
             raise BackendUnavailableError(
-                "backend 'dask' runs on the current dask.distributed Client: create one first "
-                "(client = distributed.Client(address)) in this process") from None
+                "backend 'dask' runs on a dask.distributed cluster: pass scheduler='tcp://HOST:8786' "
+                "or create a Client in this process first (client = distributed.Client(address))"
+            ) from None
         return
-    if backend == "ray":
-        try:
-            from ray.util.joblib import register_ray
-        except ImportError:
-            raise BackendUnavailableError("backend 'ray' needs ray; pip install ray") from None
-        register_ray()
-        return
-    raise BackendUnavailableError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise InputError(f"scheduler must be an address such as tcp://10.0.0.5:8786; got {scheduler!r}")
+    try:
+        client = Client(scheduler, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise InputError(f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s "
+                         f"({type(exc).__name__}); start one (`dask scheduler`, then `dask worker "
+                         f"{scheduler}` on each machine) or check the address") from None
+    with client:
+        yield client
 
 
-def parallel_map(func: Callable[[Any], Any], items: Iterable[Any], *,
-                 backend: Backend = "loky", n_jobs: int | None = None,
+def _check(backend: str, n_jobs: int | None, scheduler: str | None) -> None:
+    if backend not in BACKENDS:
+        raise BackendUnavailableError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
+    if n_jobs is not None and (not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1):
+        raise InputError(f"n_jobs must be a positive integer, -1 (all workers) or None; got {n_jobs!r}")
+    if scheduler is not None and backend != "dask":
+        raise InputError(f"scheduler={scheduler!r} needs backend='dask' (got {backend!r})")
+
+
+def parallel_map(func: Callable[..., Any], items: Iterable[Any], *,
+                 shared: Sequence[Any] = (), backend: Backend = "loky",
+                 n_jobs: int | None = None, scheduler: str | None = None,
                  progress: bool = True, desc: str | None = None) -> list[Any]:
-    """Return ``[func(x) for x in items]``, computed in parallel.
+    """Return ``[func(x, *shared) for x in items]``, computed in parallel.
 
     Parameters
     ----------
     func : callable
-        Picklable function of one argument (module-level, or a
-        ``functools.partial`` of one).
+        Picklable function (module-level, or a ``functools.partial`` of one).
     items : iterable
         Inputs; materialised into a list.
+    shared : sequence
+        Extra arguments of every call. On Dask they are scattered once to
+        every worker (``client.scatter(..., broadcast=True)``), so a large score
+        matrix travels once per worker, not once per task.
     backend : {"loky", "dask", "ray"}
-        joblib backend. ``dask`` needs a running ``distributed.Client``.
+        joblib backend.
     n_jobs : int, optional
         Workers; ``None`` = all cores (loky) or all cluster workers (dask,
         ray). ``n_jobs=1`` with ``loky`` runs in this process, in order.
+    scheduler : str, optional
+        Address of a Dask scheduler (``tcp://host:8786``) for ``backend="dask"``;
+        default: the current ``distributed.Client``. An unreachable address
+        raises :class:`InputError` after :data:`CONNECT_TIMEOUT` seconds.
     progress : bool
-        Show a tqdm bar.
+        Show a tqdm bar (stderr).
     desc : str, optional
         Label of the bar.
     """
     items = list(items)
-    _activate(backend)
+    _check(backend, n_jobs, scheduler)
     n_jobs = -1 if n_jobs is None else n_jobs
-    with joblib.parallel_config(backend=backend, n_jobs=n_jobs):
-        results = joblib.Parallel(return_as="generator")(joblib.delayed(func)(x) for x in items)
-        return list(tqdm(results, total=len(items), disable=not progress, desc=desc))
+    with contextlib.ExitStack() as stack:
+        params: dict[str, Any] = {}
+        if backend == "dask":
+            client = stack.enter_context(dask_client(scheduler))
+            params = {"client": client, "scatter": list(shared) or None}
+        elif backend == "ray":
+            try:
+                from ray.util.joblib import register_ray
+            except ImportError:
+                raise BackendUnavailableError("backend 'ray' needs ray; pip install ray") from None
+            register_ray()
+        with joblib.parallel_config(backend=backend, n_jobs=n_jobs, **params):
+            results = joblib.Parallel(return_as="generator")(
+                joblib.delayed(func)(x, *shared) for x in items)
+            return list(tqdm(results, total=len(items), disable=not progress, desc=desc))

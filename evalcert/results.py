@@ -26,6 +26,12 @@ def to_jsonable(obj: Any) -> Any:
     numpy arrays become (nested) lists, numpy scalars Python scalars, NaN and
     infinities ``None``, ``Fraction`` a string ``"p/q"``, dataclasses dicts,
     tuples and sets lists, and dict keys strings.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> to_jsonable({"T": Fraction(2, 3), "x": np.array([1.0, np.nan]), 1: (np.int64(2),)})
+    {'T': '2/3', 'x': [1.0, None], '1': [2]}
     """
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         if hasattr(obj, "to_dict") and not isinstance(obj, ResultMixin):
@@ -53,6 +59,17 @@ class ResultMixin:
     """Mixin for frozen result dataclasses: ``to_dict()``, ``to_json()``, ``__str__``.
 
     Subclasses implement ``summary() -> str``.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Answer(ResultMixin):
+    ...     value: float
+    ...     def summary(self) -> str:
+    ...         return f"answer {self.value}"
+    >>> Answer(np.float64(0.5)).to_dict(), str(Answer(2.0))
+    ({'value': 0.5}, 'answer 2.0')
     """
 
     def to_dict(self) -> dict[str, Any]:
@@ -90,6 +107,12 @@ class Timings(ResultMixin):
         Time inside the solver.
     certify : float
         Recomputing the certificate.
+
+    Examples
+    --------
+    >>> t = Timings(build=0.5, solve=1.25)
+    >>> t.total, t.summary()
+    (1.75, 'build 0.5000s, compile 0.0000s, solve 1.2500s, certify 0.0000s')
     """
 
     build: float = 0.0
@@ -107,7 +130,16 @@ class Timings(ResultMixin):
 
 
 class Stopwatch:
-    """Accumulate named phase times: ``with sw("solve"): ...`` then ``sw.timings()``."""
+    """Accumulate named phase times: ``with sw("solve"): ...`` then ``sw.timings()``.
+
+    Examples
+    --------
+    >>> sw = Stopwatch()
+    >>> with sw("solve"):
+    ...     _ = sum(range(1000))
+    >>> list(sw.seconds), sw.timings().solve > 0
+    (['solve'], True)
+    """
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
@@ -129,6 +161,15 @@ def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     """Format rows as a plain-text table with right-aligned numbers.
 
     Floats are shown with 4 significant decimals; everything else with ``str``.
+
+    Examples
+    --------
+    >>> print(format_table([["a", 1.5], ["bb", 2e-5]], ["name", "value"]))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    name  value
+    ----  ---------
+       a     1.5000
+      bb  2.000e-05
     """
     def cell(v: Any) -> str:
         if isinstance(v, (float, np.floating)):

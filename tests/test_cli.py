@@ -35,3 +35,160 @@ def test_fit_long_format_and_bad_file(tmp_path, capsys):
     bad.write_text("agent,x\na,2.5\n")
     assert main(["fit", str(bad)]) == 2
     assert "outside the bounds" in capsys.readouterr().err
+
+
+# ---- issue 10: options, output paths, exit codes -------------------------------------------
+
+import io  # noqa: E402
+import sys  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture()
+def scores_csv(tmp_path):
+    csv = tmp_path / "s.csv"
+    demo_scores().to_frame().to_csv(csv)
+    return csv
+
+
+def _one_line_error(capsys, *needles):
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert needle in err, err
+    return err
+
+
+def test_fit_refuses_to_write_json_over_its_input(scores_csv, capsys):
+    # Before: the JSON replaced the input file.
+    before = scores_csv.read_bytes()
+    assert main(["fit", str(scores_csv), "--json", str(scores_csv)]) == 2
+    _one_line_error(capsys, "input file")
+    assert scores_csv.read_bytes() == before
+    assert main(["gini", str(scores_csv), "--json", str(scores_csv)]) == 2
+    assert scores_csv.read_bytes() == before
+
+
+def test_existing_output_needs_force(scores_csv, tmp_path, capsys):
+    out = tmp_path / "fit.json"
+    out.write_text("keep me")
+    assert main(["fit", str(scores_csv), "--json", str(out)]) == 2
+    _one_line_error(capsys, "--force")
+    assert out.read_text() == "keep me"
+    assert main(["fit", str(scores_csv), "--json", str(out), "--force"]) == 0
+    assert json.loads(out.read_text())["certificate"]["passed"] is True
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["curl", "{csv}", "--plot", "{tmp}/fig.xyz"], "unsupported extension"),
+    (["curl", "{csv}", "--plot", "{tmp}/nodir/fig.png"], "does not exist"),
+    (["curl", "{csv}", "--json", "{tmp}/nodir/c.json"], "does not exist"),
+    (["demo", "--json", "{tmp}/nodir/d.json"], "does not exist"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--seeds", "2",
+      "--json", "{tmp}/nodir/e.json"], "does not exist"),
+])
+def test_bad_output_paths_are_refused_before_any_work(argv, needle, scores_csv, tmp_path,
+                                                      capsys, monkeypatch):
+    # Before: the work ran first (experiment lost all its seeds), then a traceback.
+    import evalcert.diagnostics.curl as curl_module
+    import evalcert.diagnostics.experiments as experiments
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("the work started before the output path was checked")
+
+    monkeypatch.setattr(curl_module, "curl_test", no_work)
+    monkeypatch.setattr(experiments, "sparse_recovery", no_work)
+    argv = [a.format(csv=scores_csv, tmp=tmp_path) for a in argv]
+    assert main(argv) == 2
+    _one_line_error(capsys, needle)
+
+
+def test_read_only_folder_is_refused(scores_csv, tmp_path, capsys):
+    import os
+
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o500)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("running as a user who can write to read-only folders (root)")
+        assert main(["fit", str(scores_csv), "--json", str(folder / "x.json")]) == 2
+        _one_line_error(capsys, "not writable")
+    finally:
+        folder.chmod(0o700)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["gini", "{csv}", "--lam", "1e-3"], "--penalised"),
+    (["gini", "{csv}", "--penalised", "--method", "rectangles"], "--method"),
+    (["curl", "{csv}", "--rectangles", "0"], "--rectangles"),
+    (["curl", "{csv}", "--rectangles", "1e12"], "--rectangles"),
+    (["curl", "{csv}", "--seed", "-1"], "--seed"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--seeds", "0"], "--seeds"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--n-jobs", "0"], "--n-jobs"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--C", "nan"], "--C"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--holdout", "1"], "--holdout"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--scheduler", "tcp://x:1"],
+     "--backend dask"),
+    (["fit", "{csv}", "--lam", "inf"], "--lam"),
+    (["fit", "{csv}", "--lam", "-1"], "--lam"),
+])
+def test_bad_options_are_one_line_errors(argv, needle, scores_csv, capsys):
+    # Before: tracebacks (curl --rectangles 0, --seed -1, --seeds 0, --n-jobs 0) or
+    # silently accepted (gini --lam without --penalised, nan).
+    assert main([a.format(csv=scores_csv) for a in argv]) == 2
+    _one_line_error(capsys, needle)
+
+
+def test_unreachable_scheduler_is_refused_within_seconds(scores_csv, capsys):
+    pytest.importorskip("distributed")
+    import socket
+    import time
+
+    with socket.socket() as sock:  # a free port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    start = time.perf_counter()
+    status = main(["experiment", "sparse-recovery", "--scores", str(scores_csv), "--seeds", "1",
+                   "--backend", "dask", "--scheduler", f"tcp://127.0.0.1:{port}"])
+    assert status == 2 and time.perf_counter() - start < 30
+    _one_line_error(capsys, "--scheduler")
+
+
+def test_curl_prints_no_nan_prediction_columns(scores_csv, capsys):
+    # Before: two all-NaN "(pred)" columns (the CLI passes no predictions).
+    assert main(["curl", str(scores_csv), "--rectangles", "300"]) == 0
+    out = capsys.readouterr().out
+    assert "nan" not in out.lower() and "(pred)" not in out
+    assert "not computed" in out
+
+
+def test_keyboard_interrupt_exits_130_quietly(monkeypatch, capsys):
+    import evalcert.commands.demo as demo
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(demo, "run", interrupted)
+    assert main(["demo"]) == 130
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_closed_stdout_is_not_a_traceback(monkeypatch):
+    import evalcert.commands.demo as demo
+
+    class ClosedPipe(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(demo, "run", lambda args: print("ranking") or 0)
+    monkeypatch.setattr(sys, "stdout", ClosedPipe())
+    assert main(["demo"]) == 1
+
+
+def test_argparse_errors_are_one_line(capsys):
+    assert main(["fit"]) == 2
+    _one_line_error(capsys, "scores")
+    assert main(["no-such-verb"]) == 2
+    _one_line_error(capsys, "invalid choice")

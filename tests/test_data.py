@@ -74,9 +74,9 @@ def test_duplicate_names_and_unknown_file(tmp_path):
         ScoreMatrix.from_array(np.zeros((2, 1)), agents=["a", "a"])
     with pytest.raises(InputError, match="no such file"):
         read_scores(tmp_path / "missing.csv")
-    (tmp_path / "x.json").write_text("{}")
-    with pytest.raises(InputError, match="cannot tell the format"):
-        read_scores(tmp_path / "x.json")
+    (tmp_path / "x.xyz").write_text("agent,q\na,0.5\n")   # .json is a table format now
+    with pytest.raises(InputError, match="unknown file type"):
+        read_scores(tmp_path / "x.xyz")
 
 
 def test_connectivity_report_and_disconnected_fit_raises():
@@ -119,3 +119,181 @@ def test_copy_false_adopts_the_array_read_only_and_default_copies():
     with pytest.raises(InputError):
         ScoreMatrix.from_array(bad, copy=False)
     assert bad.flags.writeable
+
+
+# ------------------------------------------------------------------ sparse cells (issue 13)
+import pickle  # noqa: E402
+import warnings  # noqa: E402
+
+
+def _random_design(K, J, coverage, seed):
+    """Random K x J design with every row and column observed (NaN = unobserved)."""
+    rng = np.random.default_rng(seed)
+    v = np.where(rng.random((K, J)) < coverage, rng.uniform(-1, 1, (K, J)), np.nan)
+    v[np.arange(K), rng.integers(0, J, K)] = 0.25
+    v[rng.integers(0, K, J), np.arange(J)] = -0.5
+    return v
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_from_cells_equals_the_dense_constructor_on_random_designs(seed):
+    v = _random_design(7, 11, 0.3, seed)
+    dense = ScoreMatrix.from_array(v)
+    r, c = np.nonzero(~np.isnan(v))
+    perm = np.random.default_rng(seed).permutation(len(r))        # any order in, sorted out
+    cells = ScoreMatrix.from_cells(r[perm], c[perm], v[r, c][perm], dense.agents, dense.items)
+    for a, b in zip(dense.cells(), cells.cells()):
+        assert np.array_equal(a, b)
+    assert cells.cells()[0].dtype == np.int64 and cells.cells()[2].dtype == np.float64
+    assert np.array_equal(cells.values, v, equal_nan=True)
+    assert np.array_equal(cells.observed, ~np.isnan(v))
+    assert cells.n_observed == dense.n_observed and cells.shape == (7, 11)
+    keep = np.random.default_rng(seed + 9).random(cells.n_observed) < 0.8   # may empty a row
+    mask2d = np.zeros(v.shape, bool)
+    mask2d[cells.cells()[0][keep], cells.cells()[1][keep]] = True
+    try:
+        by_vector = cells.restrict(keep)
+    except InputError as exc:
+        with pytest.raises(InputError, match=str(exc).split(":")[0]):
+            dense.restrict(mask2d)
+    else:
+        assert np.array_equal(by_vector.values, dense.restrict(mask2d).values, equal_nan=True)
+
+
+def test_from_cells_refuses_duplicates_out_of_range_and_nan():
+    with pytest.raises(InputError, match=r"duplicate \(agent, item\) pairs: \(a, y\)"):
+        ScoreMatrix.from_cells([0, 1, 0], [1, 0, 1], [0.1, 0.2, 0.3], ["a", "b"], ["x", "y"])
+    with pytest.raises(InputError, match="out of range"):
+        ScoreMatrix.from_cells([0, 2], [0, 0], [0.1, 0.2], ["a", "b"], ["x"])
+    with pytest.raises(InputError, match=r"NaN scores at .*\(b, x\)"):
+        ScoreMatrix.from_cells([0, 1], [0, 0], [0.1, np.nan], ["a", "b"], ["x"])
+    with pytest.raises(InputError, match="items with no observed score: y"):
+        ScoreMatrix.from_cells([0, 1], [0, 0], [0.1, 0.2], ["a", "b"], ["x", "y"])
+
+
+def test_dense_views_of_a_huge_sparse_matrix_are_refused_with_the_number():
+    n = 400_000                      # 4e5 x 4e5 diagonal: 10 MB of cells, 1.3 TB dense
+    idx = np.arange(n)
+    S = ScoreMatrix.from_cells(idx, idx, np.zeros(n), [f"a{k}" for k in idx],
+                               [f"i{k}" for k in idx])
+    assert S.n_observed == n and S.coverage == 1 / n
+    with pytest.raises(InputError, match=r"dense 400000 x 400000 score array needs 1\.2 TiB "
+                                         r"but only .* available.*S\.cells\(\)"):
+        S.values
+    with pytest.raises(InputError, match="dense 400000 x 400000 mask needs"):
+        S.observed
+    assert S.connectivity().n_components == n                    # on cells, no dense mask
+    assert S.restrict(np.ones(n, bool)).n_observed == n
+
+
+def test_pickle_ships_cells_not_dense_views():
+    S = ScoreMatrix.from_array(_random_design(30, 40, 0.2, 0))
+    S.values, S.observed                                          # build the dense caches
+    T = pickle.loads(pickle.dumps(S))
+    assert "values" not in T.__dict__ and len(pickle.dumps(S)) < 30 * 40 * 8
+    assert np.array_equal(T.values, S.values, equal_nan=True)
+    with pytest.raises(ValueError):
+        T.cells()[2][0] = 0.0                                     # still read-only
+
+
+def test_long_parquet_streaming_equals_the_in_memory_reader(tmp_path):
+    rng = np.random.default_rng(3)
+    v = _random_design(9, 13, 0.4, 3)
+    names = ["NA", "0.25", "None", "m3", "null", "m5", "N/A", "m7", "1.0"]
+    S = ScoreMatrix.from_array(v, agents=names)
+    long = S.to_long().sample(frac=1.0, random_state=1)          # rows in random order
+    long["score"] = long["score"].astype(object)
+    long.iloc[rng.choice(len(long), 3, replace=False), 2] = None  # 3 missing scores
+    long.to_parquet(tmp_path / "l.parquet")
+    long.to_csv(tmp_path / "l.csv", index=False)
+    with pytest.warns(UserWarning, match=r"3 of \d+ rows .* missing score"):
+        streamed = read_scores(tmp_path / "l.parquet", format="long", batch_rows=7)
+    with pytest.warns(UserWarning, match="3 of"):
+        in_memory = read_scores(tmp_path / "l.csv", format="long")
+    assert streamed.agents == in_memory.agents and streamed.items == in_memory.items
+    assert set(streamed.agents) == set(names)
+    for a, b in zip(streamed.cells(), in_memory.cells()):
+        assert np.array_equal(a, b)
+    assert streamed.n_missing == in_memory.n_missing == 3
+    assert "3 rows with a missing score" in streamed.summary()
+
+
+# ------------------------------------------------ silent misreads refused (issue 10 item 4)
+# Each test below fails on the old reader (pandas.read_csv + coercion).
+def _write(tmp_path, text, name="s.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_csv_without_header_row_is_refused(tmp_path):
+    # old: the first data row became names ("gpt4" agent column, items "0.5", "0.3")
+    with pytest.raises(InputError, match="header row looks like data"):
+        read_scores(_write(tmp_path, "gpt4,0.5,0.3\nclaude,0.1,0.2\n"))
+    with pytest.raises(InputError, match="header row looks like data"):
+        read_scores(_write(tmp_path, "0.25,0.5,0.3\n0.5,0.1,0.2\n"))
+    # integer item names are fine
+    assert read_scores(_write(tmp_path, "agent,81,82\ngpt4,0.5,0.3\n")).items == ("81", "82")
+
+
+def test_duplicate_item_columns_are_refused_not_renamed(tmp_path):
+    # old: pandas renamed the second q1 to q1.1 and fitted both
+    with pytest.raises(InputError, match=r"duplicate column names \['q1'\]"):
+        read_scores(_write(tmp_path, "agent,q1,q1\na,0.1,0.2\nb,0.3,0.4\n"))
+    with pytest.raises(InputError, match="duplicate item columns q1"):
+        ScoreMatrix.from_wide(pd.DataFrame([["a", 0.1, 0.2]], columns=["agent", "q1", "q1"]))
+
+
+def test_agent_names_that_look_missing_stay_names(tmp_path):
+    # old: NA, None, null, N/A became 'nan' (then duplicates)
+    S = read_scores(_write(tmp_path, "agent,q1,q2\nNA,0.1,0.2\nNone,0.3,\nnull,,0.4\nN/A,0.5,0.6\n"))
+    assert S.agents == ("NA", "None", "null", "N/A")
+    assert S.n_observed == 6
+
+
+def test_empty_agent_name_is_refused_with_its_row(tmp_path):
+    # old: '' became the agent 'nan'
+    with pytest.raises(InputError, match="empty agent name in data row 2"):
+        read_scores(_write(tmp_path, "agent,q1\na,0.1\n,0.2\n"))
+    with pytest.raises(InputError, match="empty agent name in data row 2"):
+        read_scores(_write(tmp_path, "agent,item,score\na,q,0.1\n,q,0.2\n"), format="long")
+
+
+def test_numeric_first_column_holds_names(tmp_path):
+    # old: a float first column was taken as scores of an item named 'checkpoint'
+    S = read_scores(_write(tmp_path, "checkpoint,q1,q2\n0.25,0.1,0.2\n0.5,0.3,0.4\n1.0,0.5,0.6\n"))
+    assert S.agents == ("0.25", "0.5", "1.0") and S.items == ("q1", "q2")
+    assert S.values[2, 1] == 0.6
+
+
+@pytest.mark.parametrize("text, layout", [("agent,q1,q2\na,true,0.1\nb,false,0.2\n", "wide"),
+                                          ("agent,item,score\na,q,True\nb,q,0.5\n", "long")])
+def test_boolean_scores_are_refused(tmp_path, text, layout):
+    # old: pandas read true/false as booleans and fitted them as 1/0
+    with pytest.raises(InputError, match=r"boolean scores .*\(a, q1?\).*as numbers"):
+        read_scores(_write(tmp_path, text), format=layout)
+    frame = pd.DataFrame({"agent": ["a", "b"], "q1": [True, False]})
+    with pytest.raises(InputError, match="boolean scores"):
+        ScoreMatrix.from_wide(frame)
+
+
+def test_long_row_with_empty_score_is_counted_and_reported(tmp_path, capsys):
+    # old: the row vanished without a word
+    path = _write(tmp_path, "agent,item,score\na,x,0.1\na,y,\nb,x,0.2\nb,y,0.3\n")
+    with pytest.warns(UserWarning, match="1 of 4 rows of the long table have an empty"):
+        S = read_scores(path, format="long")
+    assert S.n_missing == 1 and S.n_observed == 3
+    assert "1 rows with a missing score were not used" in S.summary()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_scores(_write(tmp_path, "agent,item,score\na,x,0.1\n", "t.csv"),
+                           format="long").n_missing == 0
+
+
+def test_duplicate_long_pairs_are_refused_in_every_reader(tmp_path):
+    text = "agent,item,score\na,x,0.1\nb,x,0.2\na,x,0.3\n"
+    frame = pd.read_csv(_write(tmp_path, text))
+    frame.to_parquet(tmp_path / "d.parquet")
+    for path in (tmp_path / "s.csv", tmp_path / "d.parquet"):
+        with pytest.raises(InputError, match=r"duplicate \(agent, item\) pairs.*\(a, x\)"):
+            read_scores(path, format="long")

@@ -13,7 +13,9 @@ does, so the numbers describe evalcert as users run it:
                      from the previous refit of a batch;
 ``osqp-direct``      :func:`evalcert.solvers.backends.osqp_direct.solve`, warm-started;
 ``cvxpy-<solver>``   :class:`~evalcert.solvers.backends.cvxpy_.ClippedLinearProgram`
-                     (DPP; compiled once per batch) with OSQP, Clarabel, SCS or ECOS.
+                     (DPP; compiled once per batch) with OSQP, Clarabel, SCS or ECOS;
+``qpsolvers-<solver>``  :mod:`evalcert.solvers.backends.qpsolvers_` on the standard-form
+                     QP: PIQP, ProxQP, DAQP, HiGHS, CVXOPT (those installed).
 
 ILP backends call the logic module's per-key ILPs through PuLP:
 ``pulp-highs`` (``pulp.HiGHS``, highspy) and ``pulp-cbc`` (``pulp.PULP_CBC_CMD``).
@@ -35,13 +37,14 @@ import numpy as np
 
 from evalcert.benchmarking.families import IlpProblem, QPProblem, StandardQP
 from evalcert.errors import BackendUnavailableError
-from evalcert.solvers.backends import CVXPY_SOLVERS, available_backends
-from evalcert.solvers.backends.base import RawSolution, SolveSettings
+from evalcert.solvers.backends import (CVXPY_SOLVERS, QPSOLVERS_BACKENDS, available_backends,
+                                       available_qpsolvers)
+from evalcert.solvers.backends.base import RawSolution, SolveSettings, solver_options
 from evalcert.solvers.clipped_linear_qp import centre_free_aux, initial_point
 
 __all__ = ["Attempt", "Backend", "solve_native", "solve_osqp_direct", "solve_cvxpy",
-           "solve_pulp", "qp_backends", "ilp_backends", "default_backends", "select_backends",
-           "solver_key"]
+           "solve_qpsolvers", "solve_pulp", "qp_backends", "ilp_backends", "default_backends", "select_backends",
+           "solver_parameters"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +194,17 @@ def solve_cvxpy(problem: QPProblem | StandardQP, settings: SolveSettings,
                   build=build)
 
 
+def solve_qpsolvers(problem: QPProblem | StandardQP, settings: SolveSettings,
+                    solver: str) -> Attempt:
+    """The standard-form QP through qpsolvers with ``solver`` (a key of
+    :data:`evalcert.solvers.backends.qpsolvers_.SOLVERS`), warm-started from the
+    previous refit's primal where the solver takes one."""
+    from evalcert.solvers.backends import qpsolvers_
+
+    return _batch(problem, settings, _standard_form(
+        problem, lambda qp, x0, y0: qpsolvers_.solve(qp, solver, settings, x0=x0)))
+
+
 def solve_pulp(problem: IlpProblem, settings: SolveSettings, solver: str) -> Attempt:
     """The per-key ILP through PuLP with ``solver`` (``"highs"`` or ``"cbc"``).
 
@@ -220,6 +234,8 @@ def qp_backends() -> list[Backend]:
             out.append(Backend("osqp-direct", "qp", solve_osqp_direct))
         elif name in CVXPY_SOLVERS:
             out.append(Backend(f"cvxpy-{name}", "qp", partial(solve_cvxpy, solver=name)))
+    out += [Backend(name, "qp", partial(solve_qpsolvers, solver=QPSOLVERS_BACKENDS[name][0]))
+            for name in available_qpsolvers()]
     return out
 
 
@@ -248,6 +264,11 @@ def select_backends(names: list[str] | None) -> list[Backend]:
     return [known[n] for n in names]
 
 
-def solver_key(backend: str) -> str:
-    """The name :func:`~evalcert.solvers.backends.base.solver_options` knows a backend by."""
-    return backend.removeprefix("cvxpy-")
+def solver_parameters(backend: str, settings: SolveSettings) -> dict:
+    """The parameters ``backend`` (a benchmark name) is given for ``settings``:
+    :func:`~evalcert.solvers.backends.base.solver_options` for evalcert's own
+    routes, :func:`evalcert.solvers.backends.qpsolvers_.options` for qpsolvers."""
+    if backend in QPSOLVERS_BACKENDS:
+        from evalcert.solvers.backends import qpsolvers_
+        return qpsolvers_.options(QPSOLVERS_BACKENDS[backend][0], settings)
+    return solver_options(backend.removeprefix("cvxpy-"), settings)

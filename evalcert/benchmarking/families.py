@@ -27,10 +27,14 @@ Families (names used by :func:`make_problems` and ``evalcert bench --family``):
                     observed)/sparse (30 %) x saturated (scores pile up at
                     +-1, the box binds)/interior (box inactive), several sizes
                     and seeds;
-``real``            the PubMed, OPUS and ICLR peer-prediction matrices from
-                    ``<repo>/../shared/data`` (skipped when absent), both boxes;
+``real``            the PubMed, OPUS and ICLR peer-prediction matrices from a data
+                    folder (``evalcert bench --data-dir``; by default the source
+                    checkout's ``../shared/data``), both boxes. With no matrices
+                    found it runs nothing and says so (:func:`real_family_note`);
 ``bootstrap``       batches of multinomial-bootstrap refits of one matrix;
 ``gini-hard``       rectangle QPs of additive scores on a sparse design;
+``sparse``          large sparse designs (1-5 % of the cells observed, growing sizes):
+                    how each backend's time grows with the observed cells;
 ``ilp-m1``, ``ilp-m2``  random graders' decisions at the true answer key.
 
 The *penalised* Gini projection (end of App. F.4) is Eq. 7 with the box on all
@@ -63,10 +67,10 @@ from evalcert.solvers.clipped_linear_qp import Design, build_qp
 
 __all__ = ["QPProblem", "StandardQP", "IlpProblem", "FAMILIES", "REAL_MATRICES", "synthetic_scores",
            "clipped_linear_family", "real_family", "bootstrap_family", "gini_hard_family",
-           "ilp_family",
+           "ilp_family", "sparse_family", "real_family_note",
            "make_problems", "default_data_dir"]
 
-FAMILIES = ("clipped-linear", "real", "bootstrap", "gini-hard", "ilp-m1", "ilp-m2")
+FAMILIES = ("clipped-linear", "real", "bootstrap", "gini-hard", "sparse", "ilp-m1", "ilp-m2")
 REAL_MATRICES = {"pubmed": "pubmed_200_S_directional.csv",
                  "opus": "opus_gpt4omini_186_S_directional.csv",
                  "iclr": "iclr_peer_review_100_S_directional.csv"}
@@ -247,6 +251,38 @@ def real_family(data_dir: Path | None = None,
     return out
 
 
+def real_family_note(data_dir: Path | None = None) -> str:
+    """Empty when the real matrices are found, else one line saying where
+    evalcert looked and how to point it at the data. An explicit ``data_dir``
+    that is missing or holds none of them is an error, not a note."""
+    folder = default_data_dir() if data_dir is None else Path(data_dir)
+    found = [f for f in REAL_MATRICES.values() if (folder / f).is_file()]
+    if found:
+        return ""
+    message = (f"the real family found none of {', '.join(REAL_MATRICES.values())} in "
+               f"{folder}")
+    if data_dir is not None:
+        raise InputError(f"--data-dir {data_dir}: {message}; point it at the folder that holds "
+                         "them")
+    return f"{message}: it ran 0 problems; pass --data-dir FOLDER to include it"
+
+
+def sparse_family(specs: Sequence[tuple[int, int, float]], seeds: Sequence[int],
+                  boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
+    """Large sparse designs ``(K, J, coverage)``: saturated scores on a random
+    mask (plus the connecting cycle of :func:`synthetic_scores`), so each
+    backend's time can be read against the number of observed cells."""
+    out = []
+    for (K, J, cov) in specs:
+        for seed in seeds:
+            values = synthetic_scores(K, J, cov, SPREAD["saturated"],
+                                      np.random.default_rng([seed, K, J, int(cov * 1e4)]))
+            cells = int((~np.isnan(values)).sum())
+            out += [QPProblem("sparse", f"sparse-{box}-{K}x{J}-{cells}c-s{seed}", values, box=box)
+                    for box in boxes]
+    return out
+
+
 def bootstrap_family(sizes: Sequence[tuple[int, int]], n_refits: int, seeds: Sequence[int],
                      boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
     """Batches of ``n_refits`` multinomial-bootstrap refits of one sparse matrix each."""
@@ -319,16 +355,20 @@ def ilp_family(m: int, n_items: Sequence[int], seeds: Sequence[int], n_labels: i
     return out
 
 
-#: Sizes and seeds of each family: ``quick`` finishes in about a minute on two
-#: cores, ``full`` in the time stated in the module docstring of
-#: :mod:`evalcert.benchmarking.runner`.
+#: Sizes and seeds of each family. ``quick`` (one seed, the smaller sizes;
+#: 19 QPs with the real data, 4 ILPs) is meant to finish in well under two
+#: minutes on two shared cores with every backend; ``full`` takes the time stated
+#: in the module docstring of :mod:`evalcert.benchmarking.runner`.
 SCALES = {
-    "quick": {"sizes": [(10, 50), (20, 120)], "seeds": [0], "boot_sizes": [(10, 50)],
-              "refits": 5, "gini_sizes": [(10, 50), (20, 120)], "ilp_items": [20, 60],
-              "ilp_seeds": [0]},
+    "quick": {"sizes": [(20, 120)], "seeds": [0], "boot_sizes": [(10, 50)],
+              "refits": 5, "gini_sizes": [(10, 50)],
+              "sparse": [(60, 600, 0.05), (150, 1500, 0.02)],
+              "ilp_items": [20, 60], "ilp_seeds": [0]},
     "full": {"sizes": [(10, 50), (30, 200), (100, 1000)], "seeds": [0, 1, 2],
              "boot_sizes": [(30, 200)], "refits": 50,
              "gini_sizes": [(10, 50), (20, 120), (40, 300)],
+             "sparse": [(60, 600, 0.05), (150, 1500, 0.02), (400, 4000, 0.01),
+                        (1000, 10000, 0.005)],
              "ilp_items": [20, 60, 200], "ilp_seeds": [0, 1, 2]},
 }
 
@@ -347,6 +387,7 @@ def make_problems(families: Sequence[str] = FAMILIES, scale: str = "quick",
         "real": lambda: real_family(data_dir),
         "bootstrap": lambda: bootstrap_family(c["boot_sizes"], c["refits"], c["seeds"]),
         "gini-hard": lambda: gini_hard_family(c["gini_sizes"], c["seeds"]),
+        "sparse": lambda: sparse_family(c["sparse"], [0]),
         "ilp-m1": lambda: ilp_family(1, c["ilp_items"], c["ilp_seeds"]),
         "ilp-m2": lambda: ilp_family(2, c["ilp_items"], c["ilp_seeds"]),
     }

@@ -6,7 +6,11 @@ Files written into the output folder by :func:`write_report`:
 ``report.md``                machine and library versions, settings, the tolerance
                              each backend was given, summary tables, profile tables,
                              success by family and the failure reasons;
-``profile_<kind>_<profile>.png``  Dolan-More performance profiles.
+``profile_<kind>_<profile>.png``  Dolan-More performance profiles;
+``scaling.png``              runtime against observed cells on the sparse family.
+
+The report opens with a "which backend should I use" verdict computed from
+the runs (:mod:`evalcert.benchmarking.verdict`).
 """
 
 from __future__ import annotations
@@ -22,17 +26,19 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import pandas as pd
 
-from evalcert.benchmarking.backends import solver_key
-from evalcert.solvers.backends.base import SolveSettings, solver_options
+from evalcert.benchmarking.backends import solver_parameters
+from evalcert.benchmarking.verdict import scaling_table, verdict
+from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import Tolerance
 
 if TYPE_CHECKING:
     from evalcert.benchmarking.runner import BenchmarkResult
 
-__all__ = ["LIBRARIES", "machine_info", "markdown_table", "write_report"]
+__all__ = ["LIBRARIES", "machine_info", "markdown_table", "report_files", "check_report_paths",
+           "write_report"]
 
 LIBRARIES = ("evalcert", "numpy", "scipy", "cvxpy", "osqp", "clarabel", "scs", "ecos",
-             "highspy", "pulp", "joblib")
+             "highspy", "pulp", "qpsolvers", "piqp", "proxsuite", "daqp", "cvxopt", "joblib")
 
 
 def _cpu_model() -> str:
@@ -79,9 +85,8 @@ def _tolerance_table(result: "BenchmarkResult") -> str:
             rows.append([name, "exact", "gapRel=0 (MIP optimality), value checked exactly"])
             continue
         for prof, tier in result.settings["profiles"].items():
-            opts = solver_options(solver_key(name),
-                                  SolveSettings(tolerance=Tolerance(tier, tier),
-                                                time_limit=result.settings["time_limit"]))
+            opts = solver_parameters(name, SolveSettings(
+                tolerance=Tolerance(tier, tier), time_limit=result.settings["time_limit"]))
             shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                               for k, v in opts.items() if k != "verbose")
             rows.append([name, f"{prof} ({tier:g})", shown])
@@ -105,6 +110,18 @@ def _failures(result: "BenchmarkResult") -> str:
         else "No failures."
 
 
+def _scaling_section(result: "BenchmarkResult") -> list[str]:
+    sizes, table, slopes = scaling_table(result.records)
+    if len(sizes) < 2:
+        return []
+    rows = [[b, *row, slopes[b]] for b, row in sorted(table.items())]
+    return ["## Scaling with observed cells (sparse family, default profile)",
+            "Runtime of a certified fit in seconds (- = failed); `a` is the slope of "
+            "log(time) against log(cells).",
+            markdown_table(["backend", *[f"{c} cells" for c in sizes], "a"], rows),
+            "![scaling](scaling.png)"]
+
+
 def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | None) -> str:
     m, s = result.machine, result.settings
     heads, rows = result.summary_rows()
@@ -117,7 +134,7 @@ def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | No
         f"Command: `{command or 'evalcert.benchmarking.run_benchmark(...)'}`  ",
         f"Finished {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; "
         f"{len(result.records)} runs on {s['n_problems']} problems in "
-        f"{result.wall_seconds:.1f} s wall (joblib {s['joblib_backend']}, "
+        f"{result.wall_seconds:.1f} s wall ({s['joblib_backend']}, "
         f"n_jobs={s['n_jobs']}).",
         "## Machine",
         f"- CPU: {m['cpu']}; {m['cpu_count']} logical CPUs, {m['usable_cpus']} usable\n"
@@ -138,6 +155,12 @@ def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | No
         "- **max obj. err**: largest `|objective - reference| / max(1, |reference|)` of a "
         "successful run; the reference is the certified run with the smallest KKT error.\n"
         f"- **peak MiB**: {s['memory']}.",
+        "## Which backend should I use?",
+        "Derived from the runs below by `evalcert.benchmarking.verdict` (rules in its "
+        "docstring); it holds for these problems on this machine.",
+        "\n".join(verdict(result)) or "No runs.",
+        *(["## Notes", "\n".join(f"- {n}" for n in s.get("notes", []))]
+          if s.get("notes") else []),
         "## Summary",
         markdown_table(heads, rows),
         "## Performance profiles",
@@ -145,6 +168,7 @@ def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | No
         markdown_table(["kind", "profile", "backend"] + [f"rho({t:g})" for t in taus],
                        prof_rows),
         "\n".join(f"![{key}]({file})" for key, file in pngs.items()),
+        *_scaling_section(result),
         "## Tolerances given to each backend",
         _tolerance_table(result),
         "## Success by family",
@@ -155,10 +179,35 @@ def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | No
     return "\n\n".join(parts) + "\n"
 
 
+def report_files(profiles: Sequence[str]) -> list[str]:
+    """Names of every file :func:`write_report` may write for these profiles."""
+    pngs = [f"profile_qp_{p}.png" for p in profiles] + ["profile_ilp_exact.png"]
+    return ["runs.csv", "report.md", "scaling.png", *pngs]
+
+
+def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False) -> None:
+    """Refuse, before any run, an ``out`` that is a file or whose report files
+    exist (unless ``force``), or whose parent folder is missing; see
+    :func:`evalcert.outputs.check_outputs`."""
+    from evalcert.errors import InputError
+    from evalcert.outputs import check_outputs
+
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out} is a file; give a folder for the benchmark report")
+    if not out.exists():
+        parent = out.parent if str(out.parent) else Path(".")
+        if not parent.is_dir():
+            raise InputError(f"--out {out}: folder {parent} does not exist; create it first")
+        return
+    check_outputs({f"--out {out} ({name})": out / name for name in report_files(profiles)},
+                  force=force)
+
+
 def write_report(result: "BenchmarkResult", out: Path,
                  command: str | None = None) -> dict[str, Path]:
-    """Write ``runs.csv``, ``report.md`` and the profile PNGs into ``out``; return their paths."""
-    from evalcert.plots.profiles import plot_performance_profile
+    """Write ``runs.csv``, ``report.md``, the profile PNGs and ``scaling.png`` (with
+    a sparse family of two sizes or more) into ``out``; return their paths."""
+    from evalcert.plots.profiles import plot_performance_profile, plot_scaling
 
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "runs.csv", "markdown": out / "report.md"}
@@ -169,5 +218,9 @@ def write_report(result: "BenchmarkResult", out: Path,
         plot_performance_profile(prof, out / file)
         paths[f"profile_{prof.kind}_{prof.profile}"] = out / file
         pngs[f"{prof.kind} {prof.profile}"] = file
+    sizes, table, _ = scaling_table(result.records)
+    if len(sizes) >= 2:
+        plot_scaling(sizes, table, out / "scaling.png")
+        paths["scaling"] = out / "scaling.png"
     paths["markdown"].write_text(_markdown(result, pngs, command), encoding="utf-8")
     return paths

@@ -35,18 +35,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import sys
 import time
 import tracemalloc
 from pathlib import Path
 from typing import Any, Sequence
 
 from evalcert.benchmarking.backends import Attempt, Backend, select_backends
+from evalcert.benchmarking.isolation import AVAILABLE, run_forked
 from evalcert.benchmarking.families import (FAMILIES, IlpProblem, QPProblem, StandardQP,
-                                            make_problems)
+                                            make_problems, real_family_note)
 from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, RunRecord,
                                            performance_profiles, summarise,
                                            with_objective_errors)
-from evalcert.benchmarking.report import machine_info, write_report
+from evalcert.benchmarking.report import check_report_paths, machine_info, write_report
 from evalcert.errors import InputError
 from evalcert.parallel import parallel_map
 from evalcert.results import ResultMixin, format_table
@@ -109,6 +111,22 @@ def _attempt(backend: Backend, problem: QPProblem | StandardQP | IlpProblem,
         return Attempt(status=f"error: {type(exc).__name__}: {str(exc)[:160]}", ok=False,
                        iterations=-1, build=0.0, compile=0.0,
                        solve=time.perf_counter() - start)
+
+
+def _failed(task: tuple, status: str, reason: str, runtime: float) -> RunRecord:
+    """The record of a run that produced nothing (killed at the time limit, crashed)."""
+    problem, backend, profile, time_limit, _ = task
+    return RunRecord(
+        family=problem.family, problem=problem.name, kind=problem.kind, size=problem.size,
+        backend=backend.name, profile=profile.name, tolerance=profile.tier, status=status,
+        solver_ok=False, success=False, reason=reason, build=0.0, compile=0.0, solve=runtime,
+        runtime=runtime, iterations=-1, objective=math.nan)
+
+
+def _grace(time_limit: float) -> float:
+    """Seconds a forked run may overrun its limit (certifying, process start) before
+    it is killed."""
+    return time_limit + max(1.0, 0.2 * time_limit)
 
 
 def run_one(task: tuple[QPProblem | StandardQP | IlpProblem, Backend, Profile, float, bool]) -> RunRecord:
@@ -194,7 +212,7 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
                   backends: Sequence[Backend] | None = None,
                   profiles: Sequence[str] = ("low", "default", "high"), *,
                   time_limit: float = 10.0, shift: float = 0.01, memory: bool = True,
-                  n_jobs: int | None = None, joblib_backend: str = "loky",
+                  n_jobs: int | None = None, joblib_backend: str = "processes",
                   progress: bool = True) -> BenchmarkResult:
     """Run every problem with every backend of its kind, at every profile.
 
@@ -213,11 +231,22 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
     memory : bool
         Measure peak traced memory in an extra pass per run.
     n_jobs : int, optional
-        joblib workers (``None``: all cores; 1: in this process).
-    joblib_backend : {"loky", "dask", "ray"}
+        Parallel workers (``None``: all cores; 1: in this process).
+    joblib_backend : {"processes", "loky", "dask", "ray"}
+        ``processes`` (default): each run in a process forked from this one
+        (:mod:`evalcert.benchmarking.isolation`), killed at ``time_limit`` plus
+        a grace of ``max(1 s, 20 %)`` and recorded as failed, so a solver that
+        ignores its limit or crashes cannot stall the grid; memory is the
+        run's peak resident size. ``loky``/``dask``/``ray`` go through
+        :func:`evalcert.parallel.parallel_map` (limits are then honoured
+        between refits and by the solvers' own options only).
     progress : bool
         Show a tqdm progress bar.
     """
+    if not (math.isfinite(time_limit) and time_limit > 0):
+        raise InputError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    if not (math.isfinite(shift) and shift >= 0):
+        raise InputError(f"shift must be a finite number of seconds >= 0, got {shift!r}")
     unknown = sorted(set(profiles) - set(PROFILES))
     if unknown or not profiles:
         raise InputError(f"unknown tolerance profiles {unknown}; choose from {list(PROFILES)}")
@@ -229,8 +258,23 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
                   for prof in tiers for b in backends if b.kind == problem.kind]
     machine = dict(machine_info(), load_before=os.getloadavg())
     start = time.perf_counter()
-    records = parallel_map(run_one, tasks, backend=joblib_backend, n_jobs=n_jobs,
-                           progress=progress, desc="evalcert bench")
+    forked = joblib_backend == "processes" and n_jobs != 1 and AVAILABLE
+    if forked:
+        _preload(backends)
+        jobs = n_jobs or os.cpu_count() or 1
+        tasks = [(p, b, prof, limit, False) for p, b, prof, limit, _ in tasks]
+        records, peaks = run_forked(
+            run_one, tasks, n_jobs=jobs, deadline=lambda t: _grace(t[3]),
+            on_timeout=lambda t, sec: _failed(t, f"killed after {sec:.1f} s", "time limit", sec),
+            on_crash=lambda t, msg: _failed(t, f"crashed: {msg}", "crashed", math.nan),
+            progress=progress, desc="evalcert bench")
+        if memory:
+            records = [dataclasses.replace(r, peak_memory_mib=peak / 2 ** 20 if peak else math.nan)
+                       for r, peak in zip(records, peaks)]
+    else:
+        records = parallel_map(run_one, tasks, backend="loky" if joblib_backend == "processes"
+                               else joblib_backend, n_jobs=n_jobs, progress=progress,
+                               desc="evalcert bench")
     wall = time.perf_counter() - start
     records = with_objective_errors(records)
     machine["load_after"] = os.getloadavg()
@@ -240,25 +284,72 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
         settings={"time_limit": time_limit, "shift": shift,
                   "profiles": {p: PROFILES[p].tier for p in profiles},
                   "backends": [b.name for b in backends], "n_jobs": n_jobs,
-                  "joblib_backend": joblib_backend, "n_problems": len(problems),
-                  "memory": "tracemalloc peak (Python + NumPy; not solver C/Rust heaps)"
+                  "joblib_backend": "processes (forked, killed at the time limit)" if forked
+                  else joblib_backend, "n_problems": len(problems),
+                  "memory": ("peak resident memory of the run's process above its start "
+                             "(solver C/Rust heaps included)" if forked else
+                             "tracemalloc peak (Python + NumPy; not solver C/Rust heaps)")
                   if memory else "not measured"},
         machine=machine, wall_seconds=wall)
+
+
+def _preload(backends: Sequence[Backend]) -> None:
+    """Import every solver library once in this process, so that forked runs
+    start with them loaded instead of each paying the import."""
+    import importlib
+
+    from evalcert.solvers.backends import CVXPY_SOLVERS, QPSOLVERS_BACKENDS
+
+    names = {b.name for b in backends}
+    modules = ["evalcert.solvers.backends.native", "evalcert.solvers.backends.osqp_direct"]
+    if any(n.startswith("cvxpy-") for n in names):
+        modules += ["evalcert.solvers.backends.cvxpy_"] + [
+            CVXPY_SOLVERS[n.removeprefix("cvxpy-")][1] for n in names if n.startswith("cvxpy-")]
+    qps = [QPSOLVERS_BACKENDS[n][1] for n in names if n in QPSOLVERS_BACKENDS]
+    if qps:
+        modules += ["qpsolvers", *qps]
+    if any(n.startswith("pulp-") for n in names):
+        modules += ["evalcert.logic.ilp", "evalcert.logic.pairs"]
+    for module in modules:
+        importlib.import_module(module)
 
 
 def bench(families: Sequence[str] = FAMILIES, backends: Sequence[str] | None = None,
           profiles: Sequence[str] = ("low", "default", "high"), *, quick: bool = False,
           out: str | Path | None = None, data_dir: Path | None = None,
-          command: str | None = None, **options: Any) -> BenchmarkResult:
+          command: str | None = None, force: bool = False, **options: Any) -> BenchmarkResult:
     """Make the problems of ``families``, run them, and write the report to ``out``.
 
     The one library call behind ``evalcert bench``; ``command`` (the command
     line that made the run) is written into the report; ``options`` go to
-    :func:`run_benchmark` (``time_limit``, ``n_jobs``, ...).
+    :func:`run_benchmark` (``time_limit``, ``n_jobs``, ...). Before any run,
+    the report's files in ``out`` are checked (:func:`check_report_paths`: an
+    existing ``report.md`` is only replaced with ``force=True``), and a
+    ``real`` family without data is reported on stderr and in the report.
+
+    Examples
+    --------
+    >>> result = bench(["ilp-m1"], backends=["pulp-highs"], profiles=["default"],
+    ...                quick=True, n_jobs=1, memory=False, progress=False)
+    >>> len(result.records), all(r.success for r in result.records)
+    (2, True)
     """
+    selected = select_backends(None if backends is None else list(backends))
+    if out is not None:
+        check_report_paths(Path(out), profiles, force=force)
+    notes = []
+    if "real" in families:
+        note = real_family_note(data_dir)
+        if note:
+            print(f"evalcert bench: {note}", file=sys.stderr)
+            notes.append(note)
     problems = make_problems(families, "quick" if quick else "full", data_dir)
-    result = run_benchmark(problems, select_backends(None if backends is None else list(backends)),
-                           profiles, **options)
+    if not problems:
+        raise InputError(f"no problems to run in families {list(families)}"
+                         + (f" ({notes[0]})" if notes else ""))
+    result = run_benchmark(problems, selected, profiles, **options)
+    result = dataclasses.replace(result, settings={**result.settings, "notes": notes,
+                                                   "scale": "quick" if quick else "full"})
     if out is not None:
         write_report(result, Path(out), command=command)
     return result

@@ -7,8 +7,6 @@ from __future__ import annotations
 import argparse
 
 from evalcert.errors import InputError
-from evalcert.logic import alarm, alarm_m2, load_audit_input
-from evalcert.logic.summaries import Decisions
 
 __all__ = ["register", "run"]
 
@@ -41,6 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the audit and print the result's summary."""
+    from evalcert.logic import alarm, alarm_m2, load_audit_input
+    from evalcert.logic.summaries import Decisions
+
     graders = args.graders.split(",") if args.graders else None
     data = load_audit_input(args.path, labels=args.labels, on_missing=args.on_missing,
                             graders=graders)

@@ -6,8 +6,13 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from evalcert.benchmarking.families import FAMILIES
-from evalcert.benchmarking.runner import PROFILES
+from evalcert.commands._args import (OUTPUT_FLAGS_HELP, nonnegative_float, positive_float,
+                                     positive_int)
+
+# Names only, so that building the parser imports no solver: tests/test_startup.py checks
+# them against evalcert.benchmarking.FAMILIES and PROFILES.
+FAMILIES = ("clipped-linear", "real", "bootstrap", "gini-hard", "sparse", "ilp-m1", "ilp-m2")
+PROFILES = ("low", "default", "high")
 
 __all__ = ["register", "run", "command_line"]
 
@@ -24,24 +29,31 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"problem families (default: all of {', '.join(FAMILIES)})")
     parser.add_argument("--backends", nargs="+", default=None, metavar="BACKEND",
                         help="backends (default: every installed one: native, osqp-direct, "
-                             "cvxpy-osqp, cvxpy-clarabel, cvxpy-scs, cvxpy-ecos, pulp-highs, "
-                             "pulp-cbc)")
+                             "cvxpy-<solver>, qpsolvers-<solver>, pulp-highs, pulp-cbc)")
     parser.add_argument("--profile", nargs="+", choices=list(PROFILES),
                         default=["low", "default", "high"], metavar="PROFILE",
                         help="accuracy tiers: low 1e-3, default 1e-6, high 1e-9 (default: all)")
     parser.add_argument("--quick", action="store_true",
-                        help="small sizes and one seed (about a minute on two cores)")
+                        help="smaller sizes and one seed (under two minutes on two cores)")
     parser.add_argument("--out", default="bench_out", help="output folder (default bench_out)")
-    parser.add_argument("--time-limit", type=float, default=10.0,
-                        help="seconds per run; slower runs fail (default 10)")
-    parser.add_argument("--shift", type=float, default=0.01,
+    parser.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    parser.add_argument("--data-dir", default=None, metavar="FOLDER",
+                        help="folder with the real peer-prediction matrices (default: the "
+                             "source checkout's ../shared/data; without them the real family "
+                             "runs nothing and says so)")
+    parser.add_argument("--time-limit", type=positive_float, default=10.0,
+                        help="seconds per run; slower runs are stopped and fail (default 10)")
+    parser.add_argument("--shift", type=nonnegative_float, default=0.01,
                         help="shift of the geometric mean in seconds (default 0.01)")
-    parser.add_argument("--jobs", type=int, default=None,
-                        help="joblib workers (default: all cores; 1 = in this process)")
-    parser.add_argument("--joblib-backend", choices=("loky", "dask", "ray"), default="loky",
-                        help="where runs execute (dask needs a running distributed.Client)")
+    parser.add_argument("--jobs", type=positive_int, default=None,
+                        help="parallel workers (default: all cores; 1 = in this process)")
+    parser.add_argument("--joblib-backend", choices=("processes", "loky", "dask", "ray"),
+                        default="processes",
+                        help="where runs execute: forked processes killed at the time limit "
+                             "(default), or joblib's loky/dask/ray (dask needs a running "
+                             "distributed.Client)")
     parser.add_argument("--no-memory", action="store_true",
-                        help="skip the tracemalloc pass that measures peak memory")
+                        help="do not record each run's peak memory")
     parser.set_defaults(func=run)
 
 
@@ -55,7 +67,9 @@ def command_line(args: argparse.Namespace) -> str:
               "--shift", f"{args.shift:g}"]
     if args.jobs is not None:
         words += ["--jobs", str(args.jobs)]
-    if args.joblib_backend != "loky":
+    if args.data_dir is not None:
+        words += ["--data-dir", args.data_dir]
+    if args.joblib_backend != "processes":
         words += ["--joblib-backend", args.joblib_backend]
     if args.no_memory:
         words.append("--no-memory")
@@ -64,11 +78,16 @@ def command_line(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark, print its summary and where the report went."""
+    from pathlib import Path
+
     from evalcert.benchmarking import bench
 
     result = bench(args.family, args.backends, args.profile, quick=args.quick, out=args.out,
-                   command=command_line(args), time_limit=args.time_limit, shift=args.shift, n_jobs=args.jobs,
-                   joblib_backend=args.joblib_backend, memory=not args.no_memory)
+                   data_dir=None if args.data_dir is None else Path(args.data_dir),
+                   force=args.force, command=command_line(args), time_limit=args.time_limit,
+                   shift=args.shift, n_jobs=args.jobs, joblib_backend=args.joblib_backend,
+                   memory=not args.no_memory)
     print(result.summary())
-    print(f"report written to {args.out}/report.md (runs.csv, profile_*.png)")
+    print(f"report written to {args.out}/report.md (runs.csv, report.html, profile_*.png, "
+          "scaling.png)")
     return 0

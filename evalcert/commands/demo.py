@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.datasets.demo import demo_scores
-from evalcert.solvers.clipped_linear import ClippedLinear
+from evalcert.commands._args import OUTPUT_FLAGS_HELP
+from evalcert.commands.fit import SOLVERS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -14,14 +14,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Fit the clipped-linear model to the shipped synthetic 30 x 200 TVD-MI-like "
                     "matrix (with saturation), print the fit and its certificate, then run the "
                     "no-knowledge alarm on the paper's MT-Bench Table I.")
-    p.add_argument("--solver", default="native", help="backend for the fit (default native)")
+    p.add_argument("--solver", default="native", choices=SOLVERS,
+                   help="backend for the fit (default native)")
     p.add_argument("--json", metavar="OUT", help="write the fit result as JSON")
+    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from evalcert.datasets.demo import demo_scores
     from evalcert.logic import mtbench_demo
+    from evalcert.outputs import check_outputs
+    from evalcert.solvers.backends import check_backend
+    from evalcert.solvers.clipped_linear import ClippedLinear
 
+    check_outputs({"--json": args.json}, force=args.force)
+    check_backend(args.solver)
     S = demo_scores()
     model = ClippedLinear(solver=args.solver).fit(S)
     print("== 1. clipped-linear fit of the shipped demo matrix ==")

@@ -9,14 +9,22 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.data import read_scores
-from evalcert.diagnostics.curl import curl_test
-from evalcert.diagnostics.experiments import sparse_recovery
-from evalcert.diagnostics.metrics import partition_vector, read_agent_labels
-from evalcert.diagnostics.sampling import HOLDOUT_SCHEMES, REGIMES
-from evalcert.parallel import BACKENDS
+from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, fraction, int_range,
+                                     nonnegative_int, open_probability, positive_float,
+                                     positive_int)
+from evalcert.errors import InputError
 
 __all__ = ["register", "run_curl", "run_sparse_recovery"]
+
+# Choice lists, spelled out so that building the parser imports no library module;
+# tests/test_startup.py checks them against evalcert.diagnostics.sampling and
+# evalcert.parallel.
+REGIMES = ("row", "column", "hybrid", "nlogn")
+HOLDOUT_SCHEMES = ("entrywise", "row", "column", "L")
+BACKENDS = ("loky", "dask", "ray")
+
+#: seconds to wait for a dask scheduler before refusing --scheduler
+SCHEDULER_TIMEOUT = 5
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,13 +35,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "rectangles of observed cells, the same rectangles for identity, probit "
                     "and logit links (paper 000, Sec. 4.2-4.3).")
     curl.add_argument("scores", help="wide CSV/Parquet score matrix (agents x items)")
-    curl.add_argument("--rectangles", type=int, default=20_000, help="default 20000")
-    curl.add_argument("--seed", type=int, default=0)
-    curl.add_argument("--boot", type=int, default=0,
+    curl.add_argument("--rectangles", type=int_range(1, 10_000_000), default=20_000,
+                      help="random rectangles, 1..10^7 (default 20000)")
+    curl.add_argument("--seed", type=nonnegative_int, default=0)
+    curl.add_argument("--boot", type=int_range(0, 100_000), default=0,
                       help="bootstrap resamples of agents and items for CIs of median "
                            "differences (paper: 500; default 0 = none)")
-    curl.add_argument("--plot", default=None, help="write the ECDF figure (Fig. 1) here")
+    curl.add_argument("--plot", default=None, help="write the ECDF figure (Fig. 1) here "
+                                                   "(.png, .pdf, .svg, ...)")
     curl.add_argument("--json", default=None, help="write the result as JSON here")
+    curl.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     curl.set_defaults(func=run_curl)
 
     experiment = subparsers.add_parser(
@@ -48,28 +59,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Spearman, Kendall and ranking AUC (paper 000, Sec. 5-6).")
     sparse.add_argument("--scores", required=True, help="wide CSV/Parquet score matrix")
     sparse.add_argument("--regime", choices=REGIMES, default="nlogn")
-    sparse.add_argument("--C", type=float, default=None, help="n log n constant")
-    sparse.add_argument("--alpha", type=float, default=None, help="row fraction")
-    sparse.add_argument("--beta", type=float, default=None, help="column fraction")
-    sparse.add_argument("--seeds", type=int, default=50, help="sampling seeds 0..N-1")
+    sparse.add_argument("--C", type=positive_float, default=None, help="n log n constant")
+    sparse.add_argument("--alpha", type=fraction, default=None, help="row fraction")
+    sparse.add_argument("--beta", type=fraction, default=None, help="column fraction")
+    sparse.add_argument("--seeds", type=int_range(1, 100_000), default=50,
+                        help="sampling seeds 0..N-1 (default 50)")
     sparse.add_argument("--labels", default=None,
                         help="CSV with agent, good_faith (1/0) [, domain] for the ranking AUC")
     sparse.add_argument("--domain", default=None, help="domain of --labels (default: match)")
-    sparse.add_argument("--holdout", type=float, default=0.2, help="held-out fraction")
-    sparse.add_argument("--holdout-seed", type=int, default=0)
+    sparse.add_argument("--holdout", type=open_probability, default=0.2,
+                        help="held-out fraction in (0, 1) (default 0.2)")
+    sparse.add_argument("--holdout-seed", type=nonnegative_int, default=0)
     sparse.add_argument("--holdout-scheme", choices=tuple(HOLDOUT_SCHEMES), default="entrywise")
-    sparse.add_argument("--d", type=int, default=3, help="d-core of every design (default 3)")
+    sparse.add_argument("--d", type=positive_int, default=3,
+                        help="d-core of every design (default 3)")
     sparse.add_argument("--backend", choices=BACKENDS, default="loky")
     sparse.add_argument("--scheduler", default=None,
-                        help="dask scheduler address for --backend dask (tcp://host:8786)")
-    sparse.add_argument("--n-jobs", type=int, default=None, help="workers (default: all)")
+                        help="dask scheduler address for --backend dask (tcp://host:8786); "
+                             f"refused if it does not answer within {SCHEDULER_TIMEOUT} s")
+    sparse.add_argument("--n-jobs", type=positive_int, default=None,
+                        help="workers (default: all)")
     sparse.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     sparse.add_argument("--json", default=None, help="write the result as JSON here")
+    sparse.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     sparse.set_defaults(func=run_sparse_recovery)
 
 
 def run_curl(args: argparse.Namespace) -> int:
     """Run the curl test and print its summary."""
+    from evalcert.data import read_scores
+    from evalcert.diagnostics.curl import curl_test
+    from evalcert.outputs import check_outputs
+
+    check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.scores],
+                  force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
     S = read_scores(args.scores)
     result = curl_test(S, n_rectangles=args.rectangles, seed=args.seed, n_boot=args.boot)
     print(result.summary())
@@ -83,18 +106,38 @@ def run_curl(args: argparse.Namespace) -> int:
     return 0
 
 
+def _connect(address: str):
+    """A dask ``Client`` on ``address``, or an InputError within SCHEDULER_TIMEOUT seconds."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise InputError("--scheduler needs dask.distributed: pip install distributed") from None
+    try:
+        return Client(address, timeout=f"{SCHEDULER_TIMEOUT}s")
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"--scheduler {address}: no dask scheduler answered within "
+                         f"{SCHEDULER_TIMEOUT} s ({reason}); start one (dask scheduler) or "
+                         "drop --scheduler") from None
+
+
 def run_sparse_recovery(args: argparse.Namespace) -> int:
     """Run the sparse-recovery experiment and print its summary."""
+    from evalcert.data import read_scores
+    from evalcert.diagnostics.experiments import sparse_recovery
+    from evalcert.diagnostics.metrics import partition_vector, read_agent_labels
+    from evalcert.outputs import check_outputs
+
+    if args.scheduler is not None and args.backend != "dask":
+        raise InputError("--scheduler is a dask scheduler address: add --backend dask or drop "
+                         "--scheduler")
+    check_outputs({"--json": args.json}, inputs=[args.scores, args.labels], force=args.force)
     S = read_scores(args.scores)
     partition = None
     if args.labels is not None:
         partition = partition_vector(S.agents, read_agent_labels(args.labels, S.agents,
                                                                  args.domain))
-    client = None
-    if args.backend == "dask" and args.scheduler is not None:
-        from distributed import Client
-
-        client = Client(args.scheduler)
+    client = _connect(args.scheduler) if args.scheduler is not None else None
     try:
         result = sparse_recovery(S, args.regime, C=args.C, alpha=args.alpha, beta=args.beta,
                                  seeds=args.seeds, partition=partition,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.data import read_scores
-from evalcert.solvers.backends import available_backends
-from evalcert.solvers.clipped_linear import ClippedLinear
+from evalcert.commands._args import OUTPUT_FLAGS_HELP, nonnegative_float
+
+#: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
+SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,16 +19,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("scores", help="CSV or Parquet file of scores in [-1, 1]")
     p.add_argument("--format", choices=["wide", "long"], default="wide",
                    help="wide: one row per agent (first column = names); long: agent,item,score")
-    p.add_argument("--lam", type=float, default=1e-6, help="ridge weight (default 1e-6)")
+    p.add_argument("--lam", type=nonnegative_float, default=1e-6,
+                   help="ridge weight (default 1e-6)")
     p.add_argument("--box", choices=["all", "observed", "none"], default="all",
                    help="where |theta_i - b_j| <= 1 is enforced (default all cells)")
-    p.add_argument("--solver", default="native", choices=available_backends(),
-                   help="backend (default native)")
+    p.add_argument("--solver", default="native", choices=SOLVERS,
+                   help="backend (default native; osqp..ecos go through CVXPY)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
+    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from evalcert.data import read_scores
+    from evalcert.outputs import check_outputs
+    from evalcert.solvers.backends import check_backend
+    from evalcert.solvers.clipped_linear import ClippedLinear
+
+    check_outputs({"--json": args.json}, inputs=[args.scores], force=args.force)
+    check_backend(args.solver)
     S = read_scores(args.scores, format=args.format)
     model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
     print(model.result_.summary())

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.data import read_scores
-from evalcert.solvers.gini_projection import gini_projection
+from evalcert.commands._args import OUTPUT_FLAGS_HELP, nonnegative_float
+from evalcert.errors import InputError
 
 __all__ = ["register", "run"]
+
+#: ridge weight of the penalised form when ``--lam`` is not given
+DEFAULT_LAM = 5e-7
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,22 +24,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("path", help="scores CSV or Parquet (wide: agent + one column per item)")
     parser.add_argument("--format", choices=("wide", "long"), default="wide",
                         help="wide (default) or long (agent,item,score)")
-    parser.add_argument("--method", choices=("additive", "rectangles"), default="additive",
-                        help="additive: s = theta - b (any size); rectangles: explicit "
-                             "rectangle constraints (small matrices)")
+    parser.add_argument("--method", choices=("additive", "rectangles"), default=None,
+                        help="additive: s = theta - b (any size, the default); rectangles: "
+                             "explicit rectangle constraints (small matrices); not with "
+                             "--penalised")
     parser.add_argument("--penalised", action="store_true",
                         help="fit the penalised form of App. F.4 (= Eq. 7 / 2) for noisy data")
-    parser.add_argument("--lam", type=float, default=5e-7,
-                        help="ridge weight of the penalised form (default 5e-7)")
+    parser.add_argument("--lam", type=nonnegative_float, default=None,
+                        help=f"ridge weight of the penalised form (default {DEFAULT_LAM:g}); "
+                             "needs --penalised")
     parser.add_argument("--solver", default="clarabel", help="backend (default clarabel)")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
+    parser.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the projection and print the result's summary."""
+    from evalcert.data import read_scores
+    from evalcert.outputs import check_outputs
+    from evalcert.solvers.gini_projection import gini_projection
+
+    if args.lam is not None and not args.penalised:
+        raise InputError("--lam is the ridge weight of the penalised form only: add "
+                         "--penalised or drop --lam")
+    if args.method is not None and args.penalised:
+        raise InputError("--method does nothing with --penalised (the penalised form is one "
+                         "QP): drop --method or --penalised")
+    check_outputs({"--json": args.json}, inputs=[args.path], force=args.force)
     S = read_scores(args.path, format=args.format)
-    result = gini_projection(S, args.method, penalised=args.penalised, lam=args.lam,
+    result = gini_projection(S, args.method or "additive", penalised=args.penalised,
+                             lam=DEFAULT_LAM if args.lam is None else args.lam,
                              solver=args.solver)
     print(result.summary())
     if args.json is not None:

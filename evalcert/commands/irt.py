@@ -1,81 +1,399 @@
-"""``evalcert irt fit|holdout``: IRT estimators on a models x items CSV."""
+"""``evalcert irt fit|holdout|score|itemfit|compare|anchors``: IRT on a response file.
+
+Every verb reads its file through :func:`evalcert.solvers.irt.responses.read_responses`
+(wide or long; a missing header row, duplicate names and non-0/1 cells are
+refused; missing cells are counted on stderr), checks its options against the
+chosen model and method and its output paths before any fit, and calls one
+library function. Building the parser imports no estimator (SciPy's optimisers):
+the model names and per-model defaults are spelled out here and checked against
+the library in ``tests/solvers/irt/test_cli_irt.py``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
+from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_float,
+                                     nonnegative_float, nonnegative_int, open_probability,
+                                     positive_float, positive_int)
 from evalcert.errors import InputError
-from evalcert.solvers.irt import MODELS, holdout_evaluate, make_estimator
 
-#: estimator options that only some models take: flag -> models
-_MODEL_OPTIONS = {"optimizer": ("rasch",), "quadrature": ("rasch", "2pl")}
+# Model names only, so that building the parser imports no estimator (SciPy's optimisers):
+# tests/test_startup.py checks them against evalcert.solvers.irt.MODELS.
+MODELS = ("2pl", "beta", "factor", "je", "rasch")
+
+#: per-model defaults shown in --help (tests/solvers/irt/test_cli_irt.py checks the library)
+DEFAULTS = {
+    "rasch": {"method": "jml", "lam": 1.0, "max_iter": 2000, "tol": 1e-6},
+    "2pl": {"method": "mml", "lam": 1.0, "max_iter": 2000, "tol": 1e-6, "slope_prior": 0.25},
+    "factor": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6, "dims": 2},
+    "beta": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6},
+    "je": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-3, "dims": 16},
+}
+#: methods each model supports (checked against the estimators' ``methods``)
+METHODS = {"rasch": ("jml", "cml", "mml", "map", "mcmc"), "2pl": ("jml", "map", "mml"),
+           "factor": ("map", "jml"), "beta": ("jml", "map"), "je": ("map",)}
+#: response kind each model reads (``read_responses(kind=...)``)
+KINDS = {"beta": "unit"}
+#: estimator options that only some models/methods take: flag -> (models, methods or None)
+_SCOPED = {"optimizer": (("rasch",), ("jml", "map")),
+           "quadrature": (("rasch", "2pl"), ("mml",)),
+           "lam": (MODELS, ("map", "mcmc")),
+           "dims": (("factor", "je"), None),
+           "item_embeddings": (("je",), None)}
+#: options passed only when given, to estimators whose ``__init__`` takes them
+_PASSED = {"max_iter": "max_iter", "tol": "tol", "slope_prior": "slope_prior",
+           "progress": "verbose"}
+SCORING = ("ml", "wle", "map", "eap")
 
 
-def _read(args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
-    table = pd.read_csv(args.responses, index_col=0)
-    if args.transpose:
-        table = table.T
-    options: dict = {"dims": args.dims}
-    if args.lam is not None:
-        options["lam"] = args.lam
-    if args.item_embeddings:
-        options["item_embeddings"] = np.load(args.item_embeddings)
-    for flag, models in _MODEL_OPTIONS.items():
-        value = getattr(args, flag)
-        if value is None:
+def _defaults_text(key: str) -> str:
+    return ", ".join(f"{m} {d[key]:g}" if not isinstance(d[key], str) else f"{m} {d[key]}"
+                     for m, d in DEFAULTS.items() if key in d)
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+# -- reading and options ----------------------------------------------------------------------
+def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = None):
+    from evalcert.solvers.irt.responses import read_responses
+
+    table = read_responses(path or args.responses, format=args.format,
+                           kind=kind or KINDS.get(args.model, "binary"),
+                           header=not args.no_header, transpose=args.transpose,
+                           model_col=args.model_col, item_col=args.item_col,
+                           response_col=args.response_col)
+    print(f"evalcert: {table.describe()}", file=sys.stderr)
+    return table.table
+
+
+def _check_scope(args: argparse.Namespace, method: str) -> None:
+    """Refuse options that do nothing for the chosen model and method (before reading)."""
+    for option, (models, methods) in _SCOPED.items():
+        if getattr(args, option, None) is None:
             continue
-        if args.model not in models:
-            raise InputError(f"--{flag} applies to --model {' or '.join(models)} only")
-        options[flag] = value
-    return table, options
+        if args.model not in models or (methods is not None and method not in methods):
+            where = f"--model {' or '.join(models)}" if args.model not in models else \
+                f"--method {' or '.join(methods)}"
+            raise InputError(f"{_flag(option)} does nothing for --model {args.model} "
+                             f"--method {method}; it applies to {where}")
 
 
-def _fit(args: argparse.Namespace) -> int:
-    table, options = _read(args)
-    est = make_estimator(args.model, args.method, **options).fit(table)
-    print(est.result_.summary())
-    if args.json:
-        est.result_.to_json(args.json)
+def _estimator(args: argparse.Namespace, n_items: int | None = None):
+    """Build the estimator from the options, or refuse them (before any fit)."""
+    import inspect
+
+    from evalcert.solvers.irt import MODELS as CLASSES, make_estimator
+
+    cls = CLASSES[args.model]
+    method = getattr(args, "method", None) or DEFAULTS[args.model]["method"]
+    if method not in cls.methods:
+        raise InputError(f"--model {args.model} supports --method {', '.join(cls.methods)}; "
+                         f"got {method}")
+    _check_scope(args, method)
+    dims, embeddings = getattr(args, "dims", None), getattr(args, "item_embeddings", None)
+    if args.model == "je" and not embeddings:
+        raise InputError("--model je needs --item-embeddings FILE.npy (n_items x D)")
+    if n_items is not None and dims is not None and dims > n_items:
+        raise InputError(f"--dims {dims} is above the number of items ({n_items}); use "
+                         f"--dims <= {n_items}")
+    accepted = inspect.signature(cls.__init__).parameters
+    options: dict = {}
+    for flag, name in _PASSED.items():
+        value = getattr(args, flag, None)
+        if value is None or value is False:
+            continue
+        if name not in accepted:
+            raise InputError(f"{_flag(flag)} is not supported by --model {args.model} "
+                             "(its estimator has no such setting)")
+        if flag == "slope_prior" and method != "mml":
+            raise InputError(f"--slope-prior applies to --method mml; --method {method} "
+                             "ignores it")
+        options[name] = value
+    for name in ("lam", "optimizer", "quadrature"):
+        if getattr(args, name, None) is not None:
+            options[name] = getattr(args, name)
+    if embeddings:
+        options["item_embeddings"] = _load_embeddings(embeddings)
+    return make_estimator(args.model, method, dims=dims, **options)
+
+
+def _load_embeddings(path: str):
+    import numpy as np
+
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"--item-embeddings {path}: not a readable .npy array without "
+                         f"pickles ({str(exc).splitlines()[0][:100]})") from None
+
+
+def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()) -> dict:
+    """Check every output path up front; ``--out-dir`` is created if its parent exists."""
+    from evalcert.outputs import check_outputs
+
+    paths = {"--json": getattr(args, "json", None), "--plot": getattr(args, "plot", None)}
+    suffixes = {"--json": (".json",), "--plot": PLOT_SUFFIXES}
+    out_dir = getattr(args, "out_dir", None)
+    if out_dir:
+        folder = Path(out_dir)
+        if folder.exists() and not folder.is_dir():
+            raise InputError(f"--out-dir {folder} is a file; give a folder")
+        if not folder.parent.is_dir():
+            raise InputError(f"--out-dir {folder}: its parent folder does not exist")
+        folder.mkdir(exist_ok=True)
+        for name in names:
+            paths[f"--out-dir ({name})"] = str(folder / name)
+            suffixes[f"--out-dir ({name})"] = (Path(name).suffix,)
+    check_outputs({k: v for k, v in paths.items() if v}, inputs=inputs, force=args.force,
+                  suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    return paths
+
+
+def _write_tables(args: argparse.Namespace, est, table) -> None:
+    from evalcert.solvers.irt.export import estimate_tables, ranking_text
+
+    models, items = estimate_tables(est, table)
+    print("\nranking of models (ability, standard error):\n" + ranking_text(models))
+    if args.out_dir:
+        models.to_csv(Path(args.out_dir) / "models.csv", index=False)
+        items.to_csv(Path(args.out_dir) / "items.csv", index=False)
+        print(f"\nwrote {Path(args.out_dir) / 'models.csv'} and {Path(args.out_dir) / 'items.csv'}")
+
+
+def _finish(args: argparse.Namespace, result, plot=None) -> int:
+    if getattr(args, "json", None):
+        result.to_json(args.json)
+        print(f"wrote {args.json}")
+    if plot is not None and getattr(args, "plot", None):
+        plot(args.plot)
+        print(f"wrote {args.plot}")
     return 0
+
+
+# -- verbs --------------------------------------------------------------------------------------
+def _fit(args: argparse.Namespace) -> int:
+    if args.plot and args.model not in ("rasch", "2pl"):
+        raise InputError("--plot draws the item curves of rasch or 2pl fits")
+    _estimator(args)                                    # options refused before reading
+    _outputs(args, [args.responses], ("models.csv", "items.csv"))
+    table = _read(args)
+    est = _estimator(args, n_items=table.shape[1]).fit(table)
+    print(est.result_.summary())
+    _write_tables(args, est, table)
+
+    def plot(path):
+        from evalcert.plots.irt import plot_item_curves
+        from evalcert.solvers.irt.information import item_parameters
+
+        plot_item_curves(item_parameters(est), abilities=est.abilities_, path=path)
+
+    return _finish(args, est.result_, plot)
 
 
 def _holdout(args: argparse.Namespace) -> int:
-    table, options = _read(args)
-    res = holdout_evaluate(make_estimator(args.model, args.method, **options), table,
-                           args.scheme, frac=args.frac, exposure=args.exposure, seed=args.seed)
+    from evalcert.solvers.irt import holdout_evaluate
+
+    _estimator(args)
+    _outputs(args, [args.responses])
+    table = _read(args)
+    res = holdout_evaluate(_estimator(args, n_items=table.shape[1]), table, args.scheme,
+                           frac=args.frac, exposure=args.exposure, seed=args.seed)
     print(res.summary())
-    if args.json:
-        res.to_json(args.json)
-    return 0
+    return _finish(args, res)
+
+
+def _score(args: argparse.Namespace) -> int:
+    from evalcert.solvers.irt.export import read_item_table
+    from evalcert.solvers.irt.scoring import score_responses
+
+    _outputs(args, [args.items, args.responses])
+    params, prior = read_item_table(args.items)
+    prior = (prior[0] if args.prior_mean is None else args.prior_mean,
+             prior[1] if args.prior_sd is None else args.prior_sd)
+    table = _read(args, kind="binary")
+    res = score_responses(params, table, args.method, prior=prior)
+    print(res.summary())
+    return _finish(args, res)
+
+
+def _itemfit(args: argparse.Namespace) -> int:
+    from evalcert.solvers.irt.itemfit import item_fit
+
+    _estimator(args)
+    _outputs(args, [args.responses])
+    table = _read(args)
+    est = _estimator(args, n_items=table.shape[1]).fit(table)
+    res = item_fit(est, table, threshold=args.threshold)
+    print(res.summary())
+
+    def plot(path):
+        from evalcert.plots.irt import plot_item_fit
+
+        plot_item_fit(res, path=path)
+
+    return _finish(args, res, plot)
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from evalcert.solvers.irt.compare import likelihood_ratio_test
+
+    general = _estimator(args)                          # 2pl mml with --slope-prior/--progress
+    restricted = _estimator(argparse.Namespace(**{**vars(args), "model": "rasch",
+                                                  "slope_prior": None}))
+    _outputs(args, [args.responses])
+    table = _read(args, kind="binary")
+    res = likelihood_ratio_test(restricted.fit(table), general.fit(table))
+    print(res.summary())
+    return _finish(args, res)
+
+
+def _anchors(args: argparse.Namespace) -> int:
+    from evalcert.solvers.irt.anchors import evaluate_anchors
+
+    _estimator(args)
+    _outputs(args, [args.responses])
+    table = _read(args)
+    if args.n_anchors >= table.shape[1]:
+        raise InputError(f"--n-anchors {args.n_anchors} must be below the number of items "
+                         f"({table.shape[1]})")
+    res = evaluate_anchors(_estimator(args, n_items=table.shape[1]), table,
+                           n_anchors=args.n_anchors, selection=args.selection,
+                           test_frac=args.test_frac, seed=args.seed, scoring=args.scoring)
+    print(res.summary())
+
+    def plot(path):
+        from evalcert.plots.irt import plot_anchor_estimates
+
+        plot_anchor_estimates(res, path=path)
+
+    return _finish(args, res, plot)
+
+
+# -- parser -------------------------------------------------------------------------------------
+def _input_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=["wide", "long"], default="wide",
+                   help="wide: one row per model, first column = names (default); long: one "
+                        "row per model-item pair")
+    p.add_argument("--model-col", default="model", help="long format: model column")
+    p.add_argument("--item-col", default="item", help="long format: item column")
+    p.add_argument("--response-col", default="correct", help="long format: response column")
+    p.add_argument("--transpose", action="store_true", help="wide file has items as rows")
+    p.add_argument("--no-header", action="store_true",
+                   help="wide CSV with neither a header row nor a name column (models and "
+                        "items are numbered)")
+
+
+def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
+    p.add_argument("--model", choices=MODELS, default="rasch", help="IRT model (default rasch)")
+    p.add_argument("--method", choices=["jml", "cml", "mml", "map", "mcmc"], default=None,
+                   help=f"estimation method; default per model: {_defaults_text('method')}")
+    p.add_argument("--dims", type=positive_int, default=None,
+                   help=f"dimensions (factor, je); default {_defaults_text('dims')}")
+    p.add_argument("--lam", type=nonnegative_float, default=None,
+                   help=f"prior precision 1/sigma^2 of map/mcmc; default {_defaults_text('lam')}")
+    p.add_argument("--item-embeddings", default=None, help=".npy array (je only)")
+    p.add_argument("--optimizer", choices=["auto", "newton", "lbfgs"], default=None,
+                   help="rasch jml/map solver (default auto: Newton on pooled groups)")
+    p.add_argument("--quadrature", choices=["auto", "adaptive", "grid"], default=None,
+                   help="rasch/2pl mml E-step (default auto)")
+    p.add_argument("--max-iter", type=positive_int, default=None,
+                   help=f"iteration budget; default {_defaults_text('max_iter')}")
+    p.add_argument("--tol", type=positive_float, default=None,
+                   help=f"convergence tolerance; default {_defaults_text('tol')}")
+    p.add_argument("--slope-prior", type=nonnegative_float, default=None,
+                   help="precision of the N(1, 1/p) prior on 2pl mml slopes (0 = pure "
+                        f"marginal ML); default {_defaults_text('slope_prior')}")
+    p.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
+
+
+def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
+                    out_dir: bool = False) -> None:
+    p.add_argument("--json", default=None, metavar="OUT.json", help="write the result as JSON")
+    if out_dir:
+        p.add_argument("--out-dir", default=None, metavar="DIR",
+                       help="write models.csv and items.csv (estimates with SEs) there")
+    if plot:
+        p.add_argument("--plot", default=None, metavar="FIG.png", help=plot)
+    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``irt fit`` and ``irt holdout``."""
+    """Add ``irt fit|holdout|score|itemfit|compare|anchors``."""
     irt = subparsers.add_parser("irt", help="fit IRT models (Rasch, 2PL, factor, Beta, JE)")
     verbs = irt.add_subparsers(dest="irt_command", metavar="VERB")
     verbs.required = True
-    for name, func, text in (("fit", _fit, "fit one model and print its summary"),
-                             ("holdout", _holdout, "held-out AUC under a masking scheme")):
-        p = verbs.add_parser(name, help=text)
-        p.add_argument("responses", help="CSV, models as rows (first column = names)")
-        p.add_argument("--model", choices=sorted(MODELS), default="rasch")
-        p.add_argument("--method", choices=["jml", "cml", "mml", "map", "mcmc"], default=None)
-        p.add_argument("--dims", type=int, default=None, help="K for factor / d for je")
-        p.add_argument("--lam", type=float, default=None, help="prior precision 1/sigma^2")
-        p.add_argument("--item-embeddings", default=None, help=".npy array (je only)")
-        p.add_argument("--optimizer", choices=["auto", "newton", "lbfgs"], default=None,
-                       help="rasch jml/map solver (default auto: Newton on pooled groups)")
-        p.add_argument("--quadrature", choices=["auto", "adaptive", "grid"], default=None,
-                       help="rasch/2pl mml E-step (default auto)")
-        p.add_argument("--transpose", action="store_true", help="the CSV has items as rows")
-        p.add_argument("--json", default=None, help="also write the result as JSON here")
-        if name == "holdout":
-            p.add_argument("--scheme", choices=["entrywise", "rows", "columns", "l_mask"],
-                           default="entrywise")
-            p.add_argument("--frac", type=float, default=0.2)
-            p.add_argument("--exposure", type=float, default=0.3)
-            p.add_argument("--seed", type=int, default=0)
-        p.set_defaults(func=func)
+    file_help = "response file (CSV/TSV/Parquet/JSONL/JSON), models as rows"
+
+    p = verbs.add_parser("fit", help="fit one model; print the fit and the ranking")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    _model_options(p)
+    _output_options(p, plot="item characteristic and test information curves (rasch, 2pl)",
+                    out_dir=True)
+    p.set_defaults(func=_fit)
+
+    p = verbs.add_parser("holdout", help="held-out AUC under a masking scheme")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    _model_options(p)
+    p.add_argument("--scheme", choices=["entrywise", "rows", "columns", "l_mask"],
+                   default="entrywise")
+    p.add_argument("--frac", type=open_probability, default=0.2,
+                   help="held-out fraction in (0, 1) (default 0.2)")
+    p.add_argument("--exposure", type=open_probability, default=0.3,
+                   help="share of a held-out line kept for stage 2, in (0, 1) (default 0.3)")
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    _output_options(p)
+    p.set_defaults(func=_holdout)
+
+    p = verbs.add_parser("score", help="score new models against a fitted item file")
+    p.add_argument("items", help="items.csv written by `irt fit --out-dir` (rasch or 2pl)")
+    p.add_argument("responses", help="new models' responses to those items (by item name)")
+    _input_options(p)
+    p.add_argument("--method", choices=SCORING, default="wle",
+                   help="ml, wle (Warm 1989; default), map or eap")
+    p.add_argument("--prior-mean", type=finite_float, default=None,
+                   help="map/eap prior mean (default: the fit's, from the item file)")
+    p.add_argument("--prior-sd", type=positive_float, default=None,
+                   help="map/eap prior sd (default: the fit's, from the item file)")
+    _output_options(p)
+    p.set_defaults(func=_score)
+
+    p = verbs.add_parser("itemfit", help="infit/outfit mean squares and t of items and models")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    _model_options(p)
+    p.add_argument("--threshold", type=positive_float, default=2.0,
+                   help="flag |t| above this (default 2)")
+    _output_options(p, plot="infit/outfit t of every item")
+    p.set_defaults(func=_itemfit)
+
+    p = verbs.add_parser("compare", help="Rasch vs 2PL (both mml): AIC, BIC, LR test")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    p.add_argument("--slope-prior", type=nonnegative_float, default=None,
+                   help="2pl slope prior precision (0 = pure ML: the exact LR test)")
+    p.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
+    _output_options(p)
+    p.set_defaults(func=_compare, model="2pl", method="mml")
+
+    p = verbs.add_parser("anchors", help="tinyBenchmarks: full-benchmark accuracy from a few "
+                                         "anchor items, error on held-out models")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    _model_options(p)
+    p.add_argument("--n-anchors", type=positive_int, default=30, help="anchor items (default 30)")
+    p.add_argument("--selection", choices=["information", "cluster", "random"],
+                   default="information", help="how anchors are chosen (default information)")
+    p.add_argument("--scoring", choices=("map", "eap", "wle"), default="eap",
+                   help="ability of a held-out model from its anchors (default eap)")
+    p.add_argument("--test-frac", type=open_probability, default=0.2,
+                   help="share of models held out, in (0, 1) (default 0.2)")
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    _output_options(p, plot="estimated vs true accuracy of the held-out models")
+    p.set_defaults(func=_anchors)

@@ -33,6 +33,12 @@ def demo_scores(seed: int = 0, n_agents: int = 30, n_items: int = 200,
         ``n_agents == 30``.
     missing : float
         Fraction of cells left unobserved.
+
+    Examples
+    --------
+    >>> S = demo_scores()
+    >>> S.shape, S.n_observed, S.agents[0]
+    ((30, 200), 5541, 'faithful_0')
     """
     rng = np.random.default_rng(seed)
     K, J = n_agents, n_items

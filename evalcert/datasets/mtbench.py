@@ -30,18 +30,39 @@ PAPER_SUMMARIES = {"authors": {"a": 5, "b": 10, "tie": 10},
 
 
 def load_table1() -> pd.DataFrame:
-    """Table I as a DataFrame (25 rows)."""
+    """Table I as a DataFrame (25 rows).
+
+    Examples
+    --------
+    >>> table = load_table1()
+    >>> table.shape, list(table.columns[-3:])
+    ((25, 7), ['experts', 'authors', 'gpt4'])
+    """
     with resources.files("evalcert.datasets").joinpath("mtbench_table1.csv").open("r") as fh:
         return pd.read_csv(fh, dtype=str)
 
 
 def table1_decisions(graders: Sequence[str] = ("authors", "gpt4")) -> Decisions:
-    """Question-aligned decisions of the chosen Table I columns, labels a, b, tie."""
+    """Question-aligned decisions of the chosen Table I columns, labels a, b, tie.
+
+    Examples
+    --------
+    >>> d = table1_decisions(("experts", "gpt4"))
+    >>> len(d.items), d.graders, d.labels
+    (25, ('experts', 'gpt4'), ('a', 'b', 'tie'))
+    """
     frame = load_table1().melt(id_vars="item", value_vars=list(graders), var_name="grader",
                                value_name="label")
     return decisions_from_frame(frame, labels=LABELS)
 
 
 def paper_summaries() -> LabelCounts:
-    """The M=1 summaries of Figs. 6-7: authors (5, 10, 10), gpt4 (4, 18, 3), Q = 25."""
+    """The M=1 summaries of Figs. 6-7: authors (5, 10, 10), gpt4 (4, 18, 3), Q = 25.
+
+    Examples
+    --------
+    >>> counts = paper_summaries()
+    >>> counts.graders, counts.n_items, counts.array.tolist()
+    (('authors', 'gpt4'), 25, [[5, 10, 10], [4, 18, 3]])
+    """
     return label_counts(PAPER_SUMMARIES, labels=LABELS)

@@ -43,12 +43,20 @@ __all__ = ["additive_least_squares", "RaschLeastSquares", "IsotonicCalibrated",
 
 
 def _weights(S: ScoreMatrix, sample_weight: np.ndarray | None) -> np.ndarray:
-    """Per-cell multiplicities: 1 on observed cells by default, 0 elsewhere."""
+    """Per-cell multiplicities as a K x J array: 1 on observed cells by default, 0 elsewhere.
+
+    ``sample_weight`` is K x J or one weight per observed cell (order of ``S.cells()``).
+    """
     if sample_weight is None:
         return S.observed.astype(float)
     w = np.asarray(sample_weight, dtype=float)
+    if w.shape == (S.n_observed,) and w.shape != S.shape:
+        rows, cols, _ = S.cells()
+        w, per_cell = np.zeros(S.shape), w
+        w[rows, cols] = per_cell
     if w.shape != S.shape or np.any(w < 0) or np.any(np.isnan(w)):
-        raise InputError(f"sample_weight must be a nonnegative array of shape {S.shape}")
+        raise InputError(f"sample_weight must be a nonnegative array of shape {S.shape} or one "
+                         f"weight per observed cell ({S.n_observed},)")
     return np.where(S.observed, w, 0.0)
 
 

@@ -9,9 +9,11 @@ would not be identified. The CIs are the ``(1 - confidence)/2`` and
 ``(1 + confidence)/2`` percentiles of the replicates. Refits inside one task
 reuse one model object, so a ``ClippedLinear`` keeps its compiled (DPP)
 problem; tasks of ``chunk_size`` replicates run through
-:func:`evalcert.parallel.parallel_map`. Replicate ``b`` draws from the ``b``-th
+:func:`evalcert.parallel.parallel_map` (on Dask the scores, design and model are
+scattered once per worker). Replicate ``b`` draws from the ``b``-th
 child of ``SeedSequence(seed)``, so the output does not depend on the backend
-or the chunking.
+or the chunking. Weights are one per training cell (order of
+``S.restrict(train).cells()``): memory O(observed cells).
 
 Example
 -------
@@ -31,14 +33,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 from typing import Any
 
 import numpy as np
 
 from evalcert.data import ScoreMatrix
 from evalcert.errors import InputError
-from evalcert.diagnostics.connectivity import check_mask, components
+from evalcert.data import bipartite_components
 from evalcert.diagnostics.metrics import FidelityMetrics, fidelity
 from evalcert.parallel import Backend, parallel_map
 from evalcert.results import ResultMixin, format_table
@@ -89,21 +90,25 @@ def _metrics(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: np.ndarray,
     return fidelity(model.predict(), model.theta_, S, train, holdout, reference_theta, partition)
 
 
-def _replicates(seeds: list[np.random.SeedSequence], model: Any, S: ScoreMatrix,
-                train: np.ndarray, holdout: np.ndarray, reference_theta: np.ndarray | None,
-                partition: np.ndarray | None) -> list[FidelityMetrics]:
-    """Refit ``model`` once per seed on multinomially resampled training cells."""
+def _replicates(seeds: list[np.random.SeedSequence], ctx: tuple) -> list[FidelityMetrics]:
+    """Refit the model once per seed on multinomially resampled training cells.
+
+    ``ctx = (model, S, train, holdout, reference_theta, partition)`` is shared
+    by every task (scattered once per Dask worker).
+    """
+    model, S, train, holdout, reference_theta, partition = ctx
     S_train = S.restrict(train)
-    cells = np.flatnonzero(train)
-    uniform = np.full(len(cells), 1 / len(cells))
+    rows, cols, _ = S_train.cells()
+    n = len(rows)
+    uniform = np.full(n, 1 / n)
     out = []
     for child in seeds:
         rng = np.random.default_rng(child)
-        weight = np.zeros(S.shape)
         for redraws in range(_MAX_REDRAWS):
-            weight.flat[cells] = rng.multinomial(len(cells), uniform)
-            rows, cols = components(weight > 0)
-            if max(rows.max(), cols.max()) == 0:
+            weight = rng.multinomial(n, uniform).astype(float)
+            used = weight > 0
+            lr, lc = bipartite_components(rows[used], cols[used], S.shape)
+            if max(lr.max(), lc.max()) == 0:
                 break
         else:
             raise InputError(f"{_MAX_REDRAWS} resamples in a row left an agent or item without "
@@ -118,7 +123,8 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
                        reference_theta: np.ndarray | None = None,
                        partition: np.ndarray | None = None, confidence: float = 0.95,
                        chunk_size: int = 50, backend: Backend = "loky",
-                       n_jobs: int | None = 1, progress: bool = False) -> BootstrapResult:
+                       n_jobs: int | None = 1, scheduler: str | None = None,
+                       progress: bool = False) -> BootstrapResult:
     """Percentile bootstrap of the fidelity metrics over the training cells (App. D.4).
 
     Parameters
@@ -128,8 +134,9 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
         ``ClippedLinear(solver="native")`` or a baseline.
     S : ScoreMatrix
         All scores.
-    train, holdout : ndarray of bool, shape (K, J)
-        Training design (resampled) and holdout (fixed).
+    train, holdout : ndarray of bool, shape (K, J) or (n_observed,)
+        Training design (resampled) and holdout (fixed): K x J masks or boolean
+        vectors over ``S.cells()``.
     n_boot : int
         Refits (paper: 500).
     seed : int
@@ -140,24 +147,24 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
         Level of the percentile intervals.
     chunk_size : int
         Replicates per parallel task (one model copy each).
-    backend, n_jobs, progress
-        See :func:`evalcert.parallel.parallel_map`. With ``loky`` and
+    backend, n_jobs, scheduler, progress
+        See :func:`evalcert.parallel.parallel_map` (``scheduler`` = address of a
+        Dask scheduler, with ``backend="dask"``). With ``loky`` and
         ``n_jobs=1`` every refit reuses the given model object in this process;
         otherwise each task gets a copy of the model taken before any fit
         (fitted solvers may hold factorisations that cannot be pickled).
     """
-    train = check_mask(train, "train", S.shape)
-    holdout = check_mask(holdout, "holdout", S.shape)
+    train, holdout = S.cell_mask(train), S.cell_mask(holdout)
     in_process = backend == "loky" and n_jobs == 1
     worker_model = model if in_process else copy.deepcopy(model)
     model.fit(S.restrict(train))
     estimate = _metrics(model, S, train, holdout, reference_theta, partition)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
     chunks = [seeds[k:k + chunk_size] for k in range(0, n_boot, chunk_size)]
-    task = functools.partial(_replicates, model=worker_model, S=S, train=train, holdout=holdout,
-                             reference_theta=reference_theta, partition=partition)
-    done = [r for chunk in parallel_map(task, chunks, backend=backend, n_jobs=n_jobs,
-                                        progress=progress, desc="bootstrap") for r in chunk]
+    ctx = (worker_model, S, train, holdout, reference_theta, partition)
+    done = [r for chunk in parallel_map(_replicates, chunks, shared=(ctx,), backend=backend,
+                                        n_jobs=n_jobs, scheduler=scheduler, progress=progress,
+                                        desc="bootstrap") for r in chunk]
     runs = [m for m, _ in done]
     alpha = (1.0 - confidence) / 2.0
     replicates, intervals = {}, {}

@@ -23,13 +23,13 @@ import dataclasses
 from typing import Literal
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
+from evalcert.data import bipartite_components
 from evalcert.errors import ConnectivityError, InputError
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["check_mask", "components", "dcore_mask", "DCoreResult", "enforce_dcore"]
+__all__ = ["check_mask", "components", "dcore_mask", "dcore_cells", "DCoreResult",
+           "enforce_dcore", "enforce_dcore_cells"]
 
 
 def check_mask(mask: np.ndarray, name: str, shape: tuple[int, int] | None = None) -> np.ndarray:
@@ -45,33 +45,39 @@ def components(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Component labels of rows and columns in the bipartite graph of ``mask``.
 
     Label 0 is the largest component (by rows + columns); a row or column with
-    no cell is its own component.
+    no cell is its own component. On cells: :func:`evalcert.data.bipartite_components`.
     """
-    K, J = mask.shape
     r, c = np.nonzero(mask)
-    graph = sp.coo_matrix((np.ones(len(r)), (r, K + c)), shape=(K + J, K + J))
-    n, labels = connected_components(graph, directed=False)
-    sizes = np.bincount(labels, minlength=n)
-    relabel = np.empty(n, dtype=int)
-    relabel[np.argsort(-sizes, kind="stable")] = np.arange(n)
-    labels = relabel[labels]
-    return labels[:K], labels[K:]
+    return bipartite_components(r, c, mask.shape)
+
+
+def dcore_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], d: int,
+                keep: np.ndarray | None = None) -> np.ndarray:
+    """Cells of the d-core, on cells: repeatedly drop rows and columns with fewer than ``d``.
+
+    ``rows, cols`` are cell coordinates; ``keep`` (boolean over the cells,
+    default all) is the design. Returns the boolean vector of the d-core's
+    cells. O(cells) per round.
+    """
+    K, J = shape
+    keep = np.ones(len(rows), bool) if keep is None else np.array(keep, dtype=bool)
+    while True:
+        deg_r = np.bincount(rows[keep], minlength=K)
+        deg_c = np.bincount(cols[keep], minlength=J)
+        drop = keep & ((deg_r[rows] < d) | (deg_c[cols] < d))
+        if not drop.any():
+            return keep
+        keep &= ~drop
 
 
 def dcore_mask(mask: np.ndarray, d: int) -> np.ndarray:
     """Cells of the d-core: repeatedly drop rows and columns with fewer than ``d`` cells."""
-    core = check_mask(mask, "mask").copy()
-    while True:
-        weak_r = core.sum(axis=1) < d
-        weak_c = core.sum(axis=0) < d
-        drop_r = weak_r & core.any(axis=1)
-        drop_c = weak_c & core.any(axis=0)
-        if not (drop_r.any() or drop_c.any()):
-            return core
-        core[drop_r, :] = False
-        core[:, drop_c] = False
-
-
+    mask = check_mask(mask, "mask")
+    r, c = np.nonzero(mask)
+    core = np.zeros_like(mask)
+    keep = dcore_cells(r, c, mask.shape, d)
+    core[r[keep], c[keep]] = True
+    return core
 @dataclasses.dataclass(frozen=True)
 class DCoreResult(ResultMixin):
     """Outcome of :func:`enforce_dcore`.
@@ -91,7 +97,8 @@ class DCoreResult(ResultMixin):
     min_row_degree, min_col_degree, n_components : int
         Of the returned design, over the rows and columns it keeps.
     mask : ndarray of bool
-        The returned design; not in ``to_dict``.
+        The returned design: K x J (:func:`enforce_dcore`) or over the given cells
+        (:func:`enforce_dcore_cells`); not in ``to_dict``.
     """
 
     d: int
@@ -127,40 +134,105 @@ class DCoreResult(ResultMixin):
         return head + "\n" + format_table(rows, ["", "before", "after"])
 
 
-def _describe(mask: np.ndarray, keep_r: np.ndarray, keep_c: np.ndarray) -> tuple[int, int, int]:
-    sub = mask[np.ix_(keep_r, keep_c)]
-    if sub.size == 0:
+def _describe(rows, cols, shape, out, keep_r, keep_c) -> tuple[int, int, int]:
+    r, c = rows[out], cols[out]
+    if not (keep_r.any() and keep_c.any()):
         return 0, 0, 0
-    lr, lc = components(sub)
-    return int(sub.sum(axis=1).min()), int(sub.sum(axis=0).min()), int(max(lr.max(), lc.max()) + 1)
+    deg_r, deg_c = np.bincount(r, minlength=shape[0]), np.bincount(c, minlength=shape[1])
+    lr, lc = bipartite_components(r, c, shape)
+    n_comp = len(np.union1d(lr[keep_r], lc[keep_c]))
+    return int(deg_r[keep_r].min()), int(deg_c[keep_c].min()), n_comp
 
 
-def _top_up(mask: np.ndarray, pool: np.ndarray, d: int, rng: np.random.Generator) -> np.ndarray:
-    allowed = mask | pool
-    short_r = np.flatnonzero(allowed.sum(axis=1) < d)
-    short_c = np.flatnonzero(allowed.sum(axis=0) < d)
+def _top_up_line(out, pool, ptr, order, n_lines, d, rng) -> None:
+    """Give every line (row or column) at least ``d`` cells from ``pool``, in line order."""
+    deg = np.bincount(np.repeat(np.arange(n_lines), np.diff(ptr))[out[order]], minlength=n_lines)
+    for k in np.flatnonzero(deg < d):
+        seg = order[ptr[k]:ptr[k + 1]]
+        free = seg[pool[seg] & ~out[seg]]
+        out[rng.choice(free, d - int(deg[k]), replace=False)] = True
+
+
+def _top_up(rows, cols, shape, design, pool, d, rng) -> np.ndarray:
+    K, J = shape
+    allowed = design | pool
+    short_r = np.flatnonzero(np.bincount(rows[allowed], minlength=K) < d)
+    short_c = np.flatnonzero(np.bincount(cols[allowed], minlength=J) < d)
     if len(short_r) or len(short_c):
         raise ConnectivityError(
             f"d-core >= {d} is impossible with this pool: rows {short_r[:8].tolist()} and "
             f"columns {short_c[:8].tolist()} have fewer than {d} observed-or-candidate cells; "
             "widen the pool, lower d, or prune instead (method='prune')")
-    out = mask.copy()
-    for axis in (0, 1):
-        view, cand = (out, pool) if axis == 0 else (out.T, pool.T)
-        for k in np.flatnonzero(view.sum(axis=1) < d):
-            free = np.flatnonzero(cand[k] & ~view[k])
-            view[k, rng.choice(free, d - int(view[k].sum()), replace=False)] = True
+    out = design.copy()
+    by_row = np.lexsort((cols, rows))
+    by_col = np.lexsort((rows, cols))
+    _top_up_line(out, pool, np.searchsorted(rows[by_row], np.arange(K + 1)), by_row, K, d, rng)
+    _top_up_line(out, pool, np.searchsorted(cols[by_col], np.arange(J + 1)), by_col, J, d, rng)
     while True:
-        lr, lc = components(out)
+        lr, lc = bipartite_components(rows[out], cols[out], shape)
         if max(lr.max(), lc.max()) == 0:
             return out
-        bridge = pool & ~out & ((lr[:, None] == 0) != (lc[None, :] == 0))
-        cand = np.argwhere(bridge)
+        bridge = pool & ~out & ((lr[rows] == 0) != (lc[cols] == 0))
+        cand = by_row[bridge[by_row]]
         if len(cand) == 0:
             raise ConnectivityError(
                 "the design stays disconnected: no candidate cell links the largest component "
                 "to the others; widen the pool or prune to one component (method='prune')")
-        out[tuple(cand[rng.integers(len(cand))])] = True
+        out[cand[rng.integers(len(cand))]] = True
+
+
+def enforce_dcore_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],
+                        design: np.ndarray, d: int = 3,
+                        method: Literal["top_up", "prune"] = "top_up",
+                        pool: np.ndarray | None = None,
+                        seed: int | np.random.Generator = 0) -> DCoreResult:
+    """:func:`enforce_dcore` on cells: O(cells) memory, no K x J array.
+
+    ``rows, cols`` are the coordinates of the candidate universe (e.g.
+    ``S.cells()``); ``design`` and ``pool`` are boolean vectors over them. The
+    result's ``mask`` is a boolean vector over the same cells. With cells in
+    row-major order it draws exactly what :func:`enforce_dcore` draws on the
+    equivalent masks.
+    """
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    design = np.asarray(design)
+    if design.dtype != bool or design.shape != rows.shape:
+        raise InputError(f"design must be a boolean vector over the {len(rows)} cells; got "
+                         f"{design.dtype} {design.shape}")
+    if d < 1:
+        raise InputError(f"d must be a positive integer; got {d}")
+    K, J = shape
+    everything = np.ones(K, bool), np.ones(J, bool)
+    min_r, min_c, n_comp = _describe(rows, cols, shape, design, *everything)
+    before = min_r >= d and min_c >= d and n_comp == 1
+    if method == "top_up":
+        if pool is None:
+            raise InputError("method='top_up' needs a pool of candidate cells (boolean, same shape)")
+        pool = np.asarray(pool)
+        if pool.dtype != bool or pool.shape != design.shape:
+            raise InputError(f"pool must be a boolean vector like design; got {pool.dtype} "
+                             f"{pool.shape}")
+        out = _top_up(rows, cols, shape, design, pool, d, np.random.default_rng(seed))
+        new = np.flatnonzero(out & ~design)
+        new = new[np.lexsort((cols[new], rows[new]))]
+        added = np.column_stack([rows[new], cols[new]])
+        keep_r, keep_c = everything
+    elif method == "prune":
+        out = dcore_cells(rows, cols, shape, d, design)
+        if not out.any():
+            raise ConnectivityError(f"the {d}-core of this design is empty; observe more cells "
+                                    "or use method='top_up' with a candidate pool")
+        lr, lc = bipartite_components(rows[out], cols[out], shape)
+        out &= (lr[rows] == 0) & (lc[cols] == 0)
+        added = np.empty((0, 2), dtype=int)
+        keep_r = np.bincount(rows[out], minlength=K) > 0
+        keep_c = np.bincount(cols[out], minlength=J) > 0
+    else:
+        raise InputError(f"method must be 'top_up' or 'prune'; got {method!r}")
+    min_r, min_c, n_comp = _describe(rows, cols, shape, out, keep_r, keep_c)
+    return DCoreResult(int(d), method, bool(before), int(design.sum()), int(out.sum()), added,
+                       tuple(np.flatnonzero(~keep_r).tolist()),
+                       tuple(np.flatnonzero(~keep_c).tolist()), min_r, min_c, n_comp, out)
 
 
 def enforce_dcore(mask: np.ndarray, d: int = 3, method: Literal["top_up", "prune"] = "top_up",
@@ -190,33 +262,19 @@ def enforce_dcore(mask: np.ndarray, d: int = 3, method: Literal["top_up", "prune
     ConnectivityError
         If the pool cannot reach degree ``d`` or connect the design, or the
         d-core is empty.
+
+    Notes
+    -----
+    Runs on the cells of ``mask | pool`` (:func:`enforce_dcore_cells`); only
+    the input and output masks are K x J.
     """
     mask = check_mask(mask, "mask")
-    if d < 1:
-        raise InputError(f"d must be a positive integer; got {d}")
-    K, J = mask.shape
-    everything = np.ones(K, bool), np.ones(J, bool)
-    min_r, min_c, n_comp = _describe(mask, *everything)
-    before = min_r >= d and min_c >= d and n_comp == 1
-    if method == "top_up":
-        if pool is None:
-            raise InputError("method='top_up' needs a pool of candidate cells (boolean, same shape)")
+    if pool is not None:
         pool = check_mask(pool, "pool", mask.shape)
-        out = _top_up(mask, pool, d, np.random.default_rng(seed))
-        added = np.argwhere(out & ~mask)
-        keep_r, keep_c = everything
-    elif method == "prune":
-        out = dcore_mask(mask, d)
-        if not out.any():
-            raise ConnectivityError(f"the {d}-core of this design is empty; observe more cells "
-                                    "or use method='top_up' with a candidate pool")
-        lr, lc = components(out)
-        out &= (lr[:, None] == 0) & (lc[None, :] == 0)
-        added = np.empty((0, 2), dtype=int)
-        keep_r, keep_c = out.any(axis=1), out.any(axis=0)
-    else:
-        raise InputError(f"method must be 'top_up' or 'prune'; got {method!r}")
-    min_r, min_c, n_comp = _describe(out, keep_r, keep_c)
-    return DCoreResult(int(d), method, bool(before), int(mask.sum()), int(out.sum()), added,
-                       tuple(np.flatnonzero(~keep_r).tolist()),
-                       tuple(np.flatnonzero(~keep_c).tolist()), min_r, min_c, n_comp, out)
+    universe = mask if pool is None else mask | pool
+    r, c = np.nonzero(universe)
+    res = enforce_dcore_cells(r, c, mask.shape, mask[r, c], d, method,
+                              None if pool is None else pool[r, c], seed)
+    out = np.zeros_like(mask)
+    out[r[res.mask], c[res.mask]] = True
+    return dataclasses.replace(res, mask=out)

@@ -14,6 +14,16 @@ and bootstrap confidence intervals of median differences between links, by
 resampling agents and items with replacement and drawing new rectangles
 (Table 2), come back in one :class:`CurlResult`.
 
+Everything runs on the observed cells (O(cells), no K x J array). Rectangles
+come from the observed structure: in a dense design (coverage >= 1/2) uniform
+draws of two rows and two columns are accepted when all four corners are
+observed; in a sparse one a random "wedge" (two agents sharing an item, drawn
+in proportion to the pairs each item offers) is completed by a random other
+item of the first agent and accepted with probability ``(deg_i - 1) /
+(max deg - 1)`` if the fourth corner is observed. Both give every complete
+rectangle the same probability, and the wedge draws find rectangles at 0.1%
+coverage, where four random corners are all observed once in 10^12 draws.
+
 Example
 -------
 >>> import numpy as np
@@ -43,6 +53,7 @@ __all__ = ["LINKS", "link_transform", "sample_rectangles", "rectangle_deviation"
 LINKS = ("identity", "probit", "logit")
 _CLIP = 0.99
 _MAX_ROUNDS = 64
+_DENSE_COVERAGE = 0.5        # at or above: uniform corner draws (acceptance >= 1/16)
 
 
 def link_transform(values: np.ndarray, link: str) -> np.ndarray:
@@ -66,19 +77,102 @@ def link_transform(values: np.ndarray, link: str) -> np.ndarray:
     raise InputError(f"unknown link {link!r}; choose one of {LINKS}")
 
 
-def sample_rectangles(observed: np.ndarray, n: int,
-                      seed: int | np.random.Generator = 0) -> np.ndarray:
+class _Cells:
+    """Observed cells in row-major order with O(log n) lookup of any (row, col)."""
+
+    def __init__(self, rows: np.ndarray, cols: np.ndarray, scores: np.ndarray | None,
+                 shape: tuple[int, int]) -> None:
+        self.rows, self.cols, self.scores, self.shape = rows, cols, scores, shape
+        self.keys = rows * np.int64(shape[1]) + cols
+
+    @classmethod
+    def of(cls, observed) -> "_Cells":
+        if isinstance(observed, ScoreMatrix):
+            return cls(*observed.cells(), observed.shape)
+        observed = np.asarray(observed, dtype=bool)
+        if observed.ndim != 2:
+            raise InputError(f"observed must be a 2-D boolean mask; got shape {observed.shape}")
+        r, c = np.nonzero(observed)
+        return cls(r.astype(np.int64), c.astype(np.int64), None, observed.shape)
+
+    def find(self, r: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(found, position)`` of cells ``(r, c)``."""
+        key = r * np.int64(self.shape[1]) + c
+        pos = np.minimum(np.searchsorted(self.keys, key), max(len(self.keys) - 1, 0))
+        return self.keys[pos] == key, pos
+
+    def corners(self, rect: np.ndarray) -> np.ndarray:
+        """Scores at ``(i, j), (i', j), (i, j'), (i', j')`` of each rectangle, shape (n, 4)."""
+        i, ip, j, jp = np.asarray(rect).T
+        return np.column_stack([self.scores[self.find(a, b)[1]]
+                                for a, b in ((i, j), (ip, j), (i, jp), (ip, jp))])
+
+
+def _uniform_draws(cells: _Cells, n: int, rng: np.random.Generator) -> np.ndarray | None:
+    rows, cols = np.unique(cells.rows), np.unique(cells.cols)
+    K, J = len(rows), len(cols)
+    found, total = [], 0
+    for _ in range(_MAX_ROUNDS):
+        i = rng.integers(0, K, n)
+        ip = (i + rng.integers(1, K, n)) % K
+        j = rng.integers(0, J, n)
+        jp = (j + rng.integers(1, J, n)) % J
+        rect = np.column_stack([rows[i], rows[ip], cols[j], cols[jp]])
+        ok = np.ones(n, bool)
+        for a, b in ((0, 2), (1, 2), (0, 3), (1, 3)):
+            ok &= cells.find(rect[:, a], rect[:, b])[0]
+        found.append(rect[ok])
+        total += int(ok.sum())
+        if total >= n:
+            return np.concatenate(found)[:n]
+    return None
+
+
+def _wedge_draws(cells: _Cells, n: int, rng: np.random.Generator) -> np.ndarray | None:
+    rows, cols = cells.rows, cells.cols
+    K, J = cells.shape
+    row_ptr = np.searchsorted(rows, np.arange(K + 1))
+    deg_r = np.diff(row_ptr)
+    by_col = np.lexsort((rows, cols))
+    col_ptr = np.searchsorted(cols[by_col], np.arange(J + 1))
+    deg_c = np.diff(col_ptr)
+    cum = np.cumsum(deg_c * (deg_c - 1.0))
+    top = int(deg_r.max())
+    if cum[-1] == 0 or top < 2:
+        return None
+    m = max(4 * n, 10_000)
+    found, total = [], 0
+    for _ in range(_MAX_ROUNDS):
+        j = np.minimum(np.searchsorted(cum, rng.random(m) * cum[-1], side="right"), J - 1)
+        a = (rng.random(m) * deg_c[j]).astype(np.int64)
+        b = (rng.random(m) * (deg_c[j] - 1)).astype(np.int64)
+        b += b >= a
+        i, ip = rows[by_col[col_ptr[j] + a]], rows[by_col[col_ptr[j] + b]]
+        pos_j = cells.find(i, j)[1] - row_ptr[i]
+        k = (rng.random(m) * (deg_r[i] - 1)).astype(np.int64)
+        k += k >= pos_j
+        jp = cols[np.minimum(row_ptr[i] + k, len(cols) - 1)]
+        ok = (rng.random(m) * (top - 1) < deg_r[i] - 1) & cells.find(ip, jp)[0] & (jp != j)
+        found.append(np.column_stack([i, ip, j, jp])[ok])
+        total += int(ok.sum())
+        if total >= n:
+            return np.concatenate(found)[:n]
+    return None
+
+
+def sample_rectangles(observed, n: int, seed: int | np.random.Generator = 0) -> np.ndarray:
     """Draw ``n`` random rectangles whose four cells are all observed.
 
-    Each draw takes a uniform row ``i``, a uniform other row ``i' != i``, a
-    uniform column ``j`` and a uniform other column ``j' != j``; draws with an
-    unobserved corner are rejected, so the accepted rectangles are uniform over
-    the complete rectangles (ordered corners).
+    Every complete rectangle (ordered corners: rows ``i != i'``, columns
+    ``j != j'``) is equally likely. Dense designs (coverage of the non-empty
+    rows and columns >= 1/2) take a uniform row ``i``, other row ``i'``, column
+    ``j`` and other column ``j'`` and reject draws with an unobserved corner;
+    sparse designs draw wedges from the observed cells (see the module notes).
 
     Parameters
     ----------
-    observed : ndarray of bool, shape (K, J)
-        Observed cells.
+    observed : ScoreMatrix or ndarray of bool, shape (K, J)
+        Observed cells (a ScoreMatrix is used through its cells, never densified).
     n : int
         Number of rectangles.
     seed : int or Generator
@@ -92,36 +186,28 @@ def sample_rectangles(observed: np.ndarray, n: int,
     Raises
     ------
     InputError
-        If fewer than two rows or columns have an observed cell, or no complete
-        rectangle turns up in ``64 * n`` draws.
+        If fewer than two rows or columns have an observed cell, or too few
+        complete rectangles turn up in ``64`` rounds of draws.
     """
-    observed = np.asarray(observed, dtype=bool)
-    if observed.ndim != 2:
-        raise InputError(f"observed must be a 2-D boolean mask; got shape {observed.shape}")
-    rows = np.flatnonzero(observed.any(axis=1))
-    cols = np.flatnonzero(observed.any(axis=0))
-    if len(rows) < 2 or len(cols) < 2:
+    return _draw_rectangles(_Cells.of(observed), n, seed)
+
+
+def _draw_rectangles(cells: _Cells, n: int, seed: int | np.random.Generator) -> np.ndarray:
+    """:func:`sample_rectangles` on cells."""
+    n_rows, n_cols = len(np.unique(cells.rows)), len(np.unique(cells.cols))
+    if n_rows < 2 or n_cols < 2:
         raise InputError(f"rectangles need at least two observed rows and two observed columns; "
-                         f"got {len(rows)} row(s) and {len(cols)} column(s)")
+                         f"got {n_rows} row(s) and {n_cols} column(s)")
+    if not (isinstance(n, (int, np.integer)) and n >= 1):
+        raise InputError(f"the number of rectangles must be a positive integer; got {n!r}")
     rng = np.random.default_rng(seed)
-    K, J = len(rows), len(cols)
-    found: list[np.ndarray] = []
-    total = 0
-    for _ in range(_MAX_ROUNDS):
-        i = rng.integers(0, K, n)
-        ip = (i + rng.integers(1, K, n)) % K
-        j = rng.integers(0, J, n)
-        jp = (j + rng.integers(1, J, n)) % J
-        rect = np.column_stack([rows[i], rows[ip], cols[j], cols[jp]])
-        ok = (observed[rect[:, 0], rect[:, 2]] & observed[rect[:, 1], rect[:, 2]]
-              & observed[rect[:, 0], rect[:, 3]] & observed[rect[:, 1], rect[:, 3]])
-        found.append(rect[ok])
-        total += int(ok.sum())
-        if total >= n:
-            return np.concatenate(found)[:n]
-    raise InputError(f"only {total} complete rectangles (all four cells observed) in "
-                     f"{_MAX_ROUNDS * n} random draws; the design is too sparse for the curl "
-                     "test: test additivity on a denser subset (paper 000, Sec. 7.3)")
+    dense = len(cells.rows) >= _DENSE_COVERAGE * n_rows * n_cols
+    rect = (_uniform_draws if dense else _wedge_draws)(cells, int(n), rng)
+    if rect is None:
+        raise InputError(f"fewer than {n} complete rectangles (all four cells observed) turned up "
+                         f"in {_MAX_ROUNDS} rounds of draws; the design is too sparse for the curl "
+                         "test: test additivity on a denser subset (paper 000, Sec. 7.3)")
+    return rect
 
 
 def rectangle_deviation(values: np.ndarray, rectangles: np.ndarray) -> np.ndarray:
@@ -221,11 +307,19 @@ class CurlResult(ResultMixin):
         return x, np.arange(1, len(x) + 1) / len(x)
 
     def summary(self) -> str:
-        rows = [(link, self.median[link], self.p95[link],
-                 self.prediction_median.get(link, float("nan")),
-                 self.prediction_p95.get(link, float("nan"))) for link in self.links]
+        # The "(pred)" columns (Table 6) exist only when predictions were passed; without
+        # them they would be NaN, so they are left out and the summary says why.
+        header = ["link", "median |D|", "P95 |D|"]
+        rows = [[link, self.median[link], self.p95[link]] for link in self.links]
+        if self.prediction_median:
+            header += ["median (pred)", "P95 (pred)"]
+            for row, link in zip(rows, self.links):
+                row += [self.prediction_median[link], self.prediction_p95[link]]
         text = [f"Curl test: {self.n_rectangles} rectangles (seed {self.seed}), same for every link",
-                format_table(rows, ["link", "median |D|", "P95 |D|", "median (pred)", "P95 (pred)"])]
+                format_table(rows, header)]
+        if not self.prediction_median:
+            text.append("curl of fitted predictions (Table 6): not computed; pass "
+                        "predictions= (e.g. ClippedLinear().fit(S).predict())")
         if self.median_exact is not None:
             text.append(f"identity median exactly {self.median_exact} (scores on the 1/{self.grid} grid)")
         if self.differences:
@@ -234,23 +328,43 @@ class CurlResult(ResultMixin):
         return "\n".join(text)
 
 
-def _medians(values: np.ndarray, links: Sequence[str], rect: np.ndarray) -> np.ndarray:
-    return np.array([np.median(np.abs(rectangle_deviation(link_transform(values, link), rect)))
+def _deviation(corners: np.ndarray) -> np.ndarray:
+    return corners[:, 0] - corners[:, 1] - corners[:, 2] + corners[:, 3]
+
+
+def _medians(corners: np.ndarray, links: Sequence[str]) -> np.ndarray:
+    return np.array([np.median(np.abs(_deviation(link_transform(corners, link))))
                      for link in links])
 
 
-def _bootstrap_differences(values: np.ndarray, links: Sequence[str], n_boot: int,
+def _resample(cells: _Cells, pick_r: np.ndarray, pick_c: np.ndarray) -> _Cells:
+    """Cells of the matrix with rows ``pick_r`` and columns ``pick_c`` (repeats allowed)."""
+    r, c, s = cells.rows, cells.cols, cells.scores
+    for axis, pick in ((0, pick_r), (1, pick_c)):
+        line = r if axis == 0 else c
+        n_lines = cells.shape[axis]
+        order = np.argsort(pick, kind="stable")
+        count = np.bincount(pick, minlength=n_lines)
+        start = np.cumsum(count) - count
+        rep = count[line]
+        idx = np.repeat(np.arange(len(line)), rep)
+        offset = np.arange(len(idx)) - np.repeat(np.cumsum(rep) - rep, rep)
+        new = order[start[line[idx]] + offset]
+        r, c, s = (new, c[idx], s[idx]) if axis == 0 else (r[idx], new, s[idx])
+    perm = np.lexsort((c, r))
+    return _Cells(r[perm], c[perm], s[perm], (len(pick_r), len(pick_c)))
+
+
+def _bootstrap_differences(cells: _Cells, links: Sequence[str], n_boot: int,
                            n_rectangles: int, seed: int, confidence: float,
                            point: dict[str, float]) -> tuple[LinkDifference, ...]:
-    K, J = values.shape
-    observed = ~np.isnan(values)
+    K, J = cells.shape
     medians = np.empty((n_boot, len(links)))
     for b, child in enumerate(np.random.SeedSequence([seed, 1]).spawn(n_boot)):
         rng = np.random.default_rng(child)
-        rows, cols = rng.integers(0, K, K), rng.integers(0, J, J)
-        sub = values[np.ix_(rows, cols)]
-        rect = sample_rectangles(observed[np.ix_(rows, cols)], n_rectangles, rng)
-        medians[b] = _medians(sub, links, rect)
+        sub = _resample(cells, rng.integers(0, K, K), rng.integers(0, J, J))
+        rect = _draw_rectangles(sub, n_rectangles, rng)
+        medians[b] = _medians(sub.corners(rect), links)
     alpha = (1.0 - confidence) / 2.0
     out = []
     for (ka, a), (kb, b) in itertools.combinations(enumerate(links), 2):
@@ -293,27 +407,26 @@ def curl_test(S: ScoreMatrix, links: Sequence[str] = LINKS, n_rectangles: int = 
     links = tuple(links)
     for link in links:
         link_transform(np.zeros(1), link)
-    values = S.values
     if predictions is not None and np.shape(predictions) != S.shape:
         raise InputError(f"predictions must have the score matrix's shape {S.shape}; "
                          f"got {np.shape(predictions)}")
-    rect = sample_rectangles(S.observed, n_rectangles, seed)
-    abs_dev = {link: np.abs(rectangle_deviation(link_transform(values, link), rect))
-               for link in links}
+    cells = _Cells.of(S)
+    rect = _draw_rectangles(cells, n_rectangles, seed)
+    corners = cells.corners(rect)
+    abs_dev = {link: np.abs(_deviation(link_transform(corners, link))) for link in links}
     median = {link: float(np.median(d)) for link, d in abs_dev.items()}
     p95 = {link: float(np.quantile(d, 0.95)) for link, d in abs_dev.items()}
-    grid = score_grid(values) if "identity" in links else None
+    grid = score_grid(cells.scores) if "identity" in links else None
     exact = None
     if grid is not None:
-        units = np.round(values * grid)
-        exact = _median_fraction(np.abs(rectangle_deviation(units, rect)), grid)
+        exact = _median_fraction(np.abs(_deviation(np.round(corners * grid))), grid)
     pred_median: dict[str, float] = {}
     pred_p95: dict[str, float] = {}
     if predictions is not None:
         for link in links:
             d = np.abs(rectangle_deviation(link_transform(np.asarray(predictions), link), rect))
             pred_median[link], pred_p95[link] = float(np.median(d)), float(np.quantile(d, 0.95))
-    differences = (_bootstrap_differences(values, links, n_boot, boot_rectangles or n_rectangles,
+    differences = (_bootstrap_differences(cells, links, n_boot, boot_rectangles or n_rectangles,
                                           seed, confidence, median) if n_boot else ())
     return CurlResult(links, int(n_rectangles), int(seed), median, p95, exact, grid, pred_median,
                       pred_p95, differences, int(n_boot), abs_dev, rect)

@@ -4,7 +4,14 @@ Protocol (App. D.1): hold out cells once (fixed ``holdout_seed``); fit the
 dense model on every other observed cell (the reference for Spearman and
 Kendall); for each sampling seed draw a training design under a regime with
 d-core >= 3, fit, and score it on the same holdout. Seeds run through
-:func:`evalcert.parallel.parallel_map` (loky, dask or ray, with tqdm).
+:func:`evalcert.parallel.parallel_map` (loky, dask or ray, with tqdm); on Dask
+(``backend="dask"``, ``scheduler="tcp://host:8786"`` or the current Client) the
+scores, holdout and dense reference are scattered once per worker.
+
+Holdout, training designs and d-core top-ups are boolean vectors over
+``S.cells()`` (O(observed cells)); a model with ``predict_cells(rows, cols)``
+is scored on the held-out cells without any K x J array (the ranking AUC,
+which averages over every item, uses ``predict()``).
 
 Example
 -------
@@ -31,7 +38,7 @@ import numpy as np
 
 from evalcert.data import ScoreMatrix
 from evalcert.diagnostics.metrics import FidelityMetrics, fidelity
-from evalcert.diagnostics.sampling import HoldoutScheme, holdout_mask, sample_training
+from evalcert.diagnostics.sampling import HoldoutScheme, holdout_on_cells, sample_training_cells
 from evalcert.parallel import Backend, parallel_map
 from evalcert.results import ResultMixin, format_table
 
@@ -55,7 +62,7 @@ class _Protocol:
     """
 
     S: ScoreMatrix
-    holdout: np.ndarray
+    holdout: np.ndarray     # boolean over S.cells()
     dense: FidelityMetrics
     reference_theta: np.ndarray
     partition: np.ndarray | None
@@ -66,25 +73,36 @@ class _Protocol:
 
     def score(self, model: Any, train: np.ndarray) -> FidelityMetrics:
         model.fit(self.S.restrict(train))
-        return fidelity(model.predict(), model.theta_, self.S, train, self.holdout,
-                        self.reference_theta, self.partition)
+        return fidelity(_predictions(model, self.S, self.partition is not None), model.theta_,
+                        self.S, train, self.holdout, self.reference_theta, self.partition)
 
-    def run(self, job: tuple[str, dict[str, float], int]) -> FidelityMetrics:
-        regime, params, seed = job
-        design = sample_training(self.S.observed, self.holdout, regime, d=self.d, seed=seed,
-                                 **params)
-        return self.score(copy.deepcopy(self.model), design.mask)
+
+def _predictions(model: Any, S: ScoreMatrix, every_cell: bool) -> np.ndarray:
+    """Predictions at the observed cells when the model can, else the K x J ``predict()``."""
+    if not every_cell and hasattr(model, "predict_cells"):
+        rows, cols, _ = S.cells()
+        return np.asarray(model.predict_cells(rows, cols))
+    return model.predict()
+
+
+def _run(job: tuple[str, dict[str, float], int], protocol: _Protocol) -> FidelityMetrics:
+    """One sparse fit; ``protocol`` is shared (scattered once per Dask worker)."""
+    regime, params, seed = job
+    design = sample_training_cells(protocol.S, protocol.holdout, regime, d=protocol.d,
+                                   seed=seed, **params)
+    return protocol.score(copy.deepcopy(protocol.model), design.mask)
 
 
 def _protocol(S: ScoreMatrix, model: Any, partition: np.ndarray | None, holdout_fraction: float,
               holdout_seed: int, holdout_scheme: HoldoutScheme, d: int) -> _Protocol:
     model = _default_model() if model is None else model
     template = copy.deepcopy(model)
-    holdout = holdout_mask(S.observed, holdout_fraction, holdout_seed, holdout_scheme)
-    dense_train = S.observed & ~holdout
+    holdout = holdout_on_cells(S, holdout_fraction, holdout_seed, holdout_scheme)
+    dense_train = ~holdout
     model.fit(S.restrict(dense_train))
     theta = np.array(model.theta_)
-    dense = fidelity(model.predict(), theta, S, dense_train, holdout, theta, partition)
+    dense = fidelity(_predictions(model, S, partition is not None), theta, S, dense_train,
+                     holdout, theta, partition)
     return _Protocol(S, holdout, dense, theta, partition, template, d, holdout_fraction,
                      holdout_seed)
 
@@ -138,11 +156,11 @@ class SparseRecoveryResult(ResultMixin):
 
 
 def _sweep(protocol: _Protocol, configs: Sequence[tuple[str, dict[str, float]]],
-           seeds: Sequence[int], backend: Backend, n_jobs: int | None,
+           seeds: Sequence[int], backend: Backend, n_jobs: int | None, scheduler: str | None,
            progress: bool) -> list[SparseRecoveryResult]:
     jobs = [(regime, params, s) for regime, params in configs for s in seeds]
-    runs = parallel_map(protocol.run, jobs, backend=backend, n_jobs=n_jobs, progress=progress,
-                        desc="sparse recovery")
+    runs = parallel_map(_run, jobs, shared=(protocol,), backend=backend, n_jobs=n_jobs,
+                        scheduler=scheduler, progress=progress, desc="sparse recovery")
     n = len(seeds)
     return [SparseRecoveryResult(regime, dict(params), tuple(seeds), protocol.d,
                                  protocol.holdout_fraction, protocol.holdout_seed, protocol.dense,
@@ -156,7 +174,7 @@ def sparse_recovery(S: ScoreMatrix, regime: str = "nlogn", *, C: float | None = 
                     holdout_fraction: float = 0.2, holdout_seed: int = 0,
                     holdout_scheme: HoldoutScheme = "entrywise", d: int = 3, model: Any = None,
                     backend: Backend = "loky", n_jobs: int | None = None,
-                    progress: bool = True) -> SparseRecoveryResult:
+                    scheduler: str | None = None, progress: bool = True) -> SparseRecoveryResult:
     """Sparse recovery under one regime over many sampling seeds (Tables 3-4).
 
     Parameters
@@ -176,13 +194,14 @@ def sparse_recovery(S: ScoreMatrix, regime: str = "nlogn", *, C: float | None = 
     model : estimator, optional
         Default ``ClippedLinear(lam=1e-6, solver="native")``; any object with
         ``fit``/``predict``/``theta_`` (e.g. a baseline).
-    backend, n_jobs, progress
-        See :func:`evalcert.parallel.parallel_map`.
+    backend, n_jobs, scheduler, progress
+        See :func:`evalcert.parallel.parallel_map`; ``scheduler="tcp://host:8786"``
+        runs the seeds on that Dask cluster (with ``backend="dask"``).
     """
     seeds = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     params = {k: v for k, v in (("C", C), ("alpha", alpha), ("beta", beta)) if v is not None}
     protocol = _protocol(S, model, partition, holdout_fraction, holdout_seed, holdout_scheme, d)
-    return _sweep(protocol, [(regime, params)], seeds, backend, n_jobs, progress)[0]
+    return _sweep(protocol, [(regime, params)], seeds, backend, n_jobs, scheduler, progress)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,7 +222,7 @@ def coverage_sweep(S: ScoreMatrix, configs: Sequence[tuple[str, Mapping[str, flo
                    seeds: int | Sequence[int] = 10, partition: np.ndarray | None = None,
                    holdout_fraction: float = 0.2, holdout_seed: int = 0, d: int = 3,
                    model: Any = None, backend: Backend = "loky", n_jobs: int | None = None,
-                   progress: bool = True) -> CoverageSweepResult:
+                   scheduler: str | None = None, progress: bool = True) -> CoverageSweepResult:
     """Run :func:`sparse_recovery` for each ``(regime, params)`` on one shared holdout (Fig. 2).
 
     >>> configs = [("nlogn", {"C": c}) for c in (0.5, 1.0, 2.0)]   # doctest: +SKIP
@@ -211,7 +230,7 @@ def coverage_sweep(S: ScoreMatrix, configs: Sequence[tuple[str, Mapping[str, flo
     seeds = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     protocol = _protocol(S, model, partition, holdout_fraction, holdout_seed, "entrywise", d)
     return CoverageSweepResult(tuple(_sweep(protocol, [(r, dict(p)) for r, p in configs], seeds,
-                                            backend, n_jobs, progress)))
+                                            backend, n_jobs, scheduler, progress)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,7 +270,7 @@ def baseline_comparison(S: ScoreMatrix, models: Mapping[str, Any], *, regime: st
     """
     protocol = _protocol(S, reference, partition, holdout_fraction, holdout_seed, "entrywise", d)
     params = {k: v for k, v in (("C", C), ("alpha", alpha), ("beta", beta)) if v is not None}
-    train = sample_training(S.observed, protocol.holdout, regime, d=d, seed=seed, **params).mask
+    train = sample_training_cells(S, protocol.holdout, regime, d=d, seed=seed, **params).mask
     metrics, seconds = {}, {}
     for name, model in models.items():
         start = time.perf_counter()

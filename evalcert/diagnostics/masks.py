@@ -15,7 +15,9 @@ Evaluation"):
 =====================  ==========================================================
 
 Rows (columns) that a row (column) holdout chose are recovered with
-:func:`held_out_rows` (:func:`held_out_columns`).
+:func:`held_out_rows` (:func:`held_out_columns`). :func:`holdout_cells` draws
+the same schemes on observed cells (a boolean vector over ``S.cells()``), in
+O(cells), never K x J; on a complete matrix it draws exactly the dense mask.
 
 Example
 -------
@@ -31,7 +33,10 @@ import numpy as np
 from evalcert.errors import InputError
 
 __all__ = ["entrywise_mask", "row_holdout_mask", "column_holdout_mask", "l_mask",
-           "held_out_rows", "held_out_columns"]
+           "held_out_rows", "held_out_columns", "holdout_cells", "CELL_SCHEMES"]
+
+#: schemes of :func:`holdout_cells`
+CELL_SCHEMES = ("entrywise", "row", "column", "L")
 
 Seed = int | np.random.Generator | None
 
@@ -132,3 +137,49 @@ def held_out_columns(mask: np.ndarray) -> np.ndarray:
     """Boolean vector of the columns with at least one held-out cell."""
     return np.asarray(mask, dtype=bool).any(axis=0)
 
+
+
+def _lines_holdout(lines: np.ndarray, order: np.ndarray, n_lines: int, frac: float,
+                   exposure: float, rng: np.random.Generator) -> np.ndarray:
+    """Row holdout on cells; ``order`` lists the cells line by line (the dense draw order)."""
+    chosen = _pick(n_lines, frac, rng)
+    u = np.empty(len(lines))
+    u[order] = rng.random(len(lines))
+    hidden = (u >= exposure) & chosen[lines]
+    ptr = np.searchsorted(lines[order], np.arange(n_lines + 1))
+    has_hidden = np.bincount(lines[hidden], minlength=n_lines) > 0
+    for i in np.flatnonzero(chosen & ~has_hidden & (np.diff(ptr) > 0)):
+        hidden[order[ptr[i] + rng.choice(ptr[i + 1] - ptr[i])]] = True
+    return hidden
+
+
+def holdout_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], scheme: str,
+                  frac: float = 0.2, seed: Seed = None, exposure: float = 0.3) -> np.ndarray:
+    """Held-out cells among the observed cells ``(rows, cols)`` (row-major), as a boolean vector.
+
+    The schemes of the dense functions, on cells: ``entrywise`` (each cell with
+    probability ``frac``), ``row`` / ``column`` (``frac`` of the rows / columns,
+    ``exposure`` of their cells kept visible), ``L`` (block of ``frac`` of the
+    rows times ``frac`` of the columns). Randomness is drawn per observed cell,
+    in the dense functions' order, so a complete matrix gets exactly their mask.
+
+    >>> r, c = np.nonzero(np.ones((4, 5), bool))
+    >>> bool(np.array_equal(holdout_cells(r, c, (4, 5), "entrywise", 0.25, seed=0),
+    ...                     entrywise_mask((4, 5), 0.25, seed=0).ravel()))
+    True
+    """
+    _check(tuple(int(s) for s in shape), None, frac=frac)
+    rng = np.random.default_rng(seed)
+    if scheme == "entrywise":
+        return rng.random(len(rows)) < frac
+    if scheme in ("row", "column"):
+        _check(tuple(int(s) for s in shape), None, exposure=exposure)
+        lines, other = (rows, cols) if scheme == "row" else (cols, rows)
+        order = np.lexsort((other, lines))
+        return _lines_holdout(lines, order, shape[0 if scheme == "row" else 1], frac, exposure,
+                              rng)
+    if scheme == "L":
+        picked_r = _pick(shape[0], frac, rng)
+        picked_c = _pick(shape[1], frac, rng)
+        return picked_r[rows] & picked_c[cols]
+    raise InputError(f"unknown holdout scheme {scheme!r}; choose one of {CELL_SCHEMES}")

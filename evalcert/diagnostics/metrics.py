@@ -33,15 +33,19 @@ __all__ = ["holdout_rmse", "ranking_auc", "partition_vector", "read_agent_labels
 
 
 def holdout_rmse(predictions: np.ndarray, S: ScoreMatrix, holdout: np.ndarray) -> float:
-    """Root mean squared error of ``predictions`` on the observed held-out cells."""
-    holdout = np.asarray(holdout)
-    if holdout.shape != S.shape or holdout.dtype != bool:
-        raise InputError(f"holdout must be a boolean array of shape {S.shape}; "
-                         f"got {holdout.dtype} {holdout.shape}")
-    cells = holdout & S.observed
+    """Root mean squared error of ``predictions`` on the observed held-out cells.
+
+    ``holdout`` is a K x J mask or a boolean vector over ``S.cells()``;
+    ``predictions`` a K x J array or one prediction per observed cell (order of
+    ``S.cells()``), so large designs never need a K x J array.
+    """
+    cells = S.cell_mask(holdout)
     if not cells.any():
         raise InputError("the holdout has no observed cell; nothing to score")
-    return float(np.sqrt(np.mean((np.asarray(predictions)[cells] - S.values[cells]) ** 2)))
+    rows, cols, scores = S.cells()
+    pred = np.asarray(predictions)
+    held = pred[cells] if pred.shape == (S.n_observed,) else pred[rows[cells], cols[cells]]
+    return float(np.sqrt(np.mean((held - scores[cells]) ** 2)))
 
 
 def ranking_auc(scores: np.ndarray, good: np.ndarray) -> float:
@@ -143,14 +147,15 @@ def fidelity(predictions: np.ndarray, theta: np.ndarray, S: ScoreMatrix, train: 
 
     Parameters
     ----------
-    predictions : ndarray, shape (K, J)
-        Predicted scores for every cell.
+    predictions : ndarray, shape (K, J) or (n_observed,)
+        Predicted scores for every cell, or for the observed cells (order of
+        ``S.cells()``; then no ranking AUC, which averages over all items).
     theta : ndarray, shape (K,)
         Fitted abilities.
     S : ScoreMatrix
         All scores (training and holdout).
-    train, holdout : ndarray of bool, shape (K, J)
-        Training design and held-out cells.
+    train, holdout : ndarray of bool, shape (K, J) or (n_observed,)
+        Training design and held-out cells (K x J masks or vectors over ``S.cells()``).
     reference_theta : ndarray, shape (K,), optional
         Abilities of the dense fit, for Spearman and Kendall.
     partition : ndarray, shape (K,), optional
@@ -163,9 +168,12 @@ def fidelity(predictions: np.ndarray, theta: np.ndarray, S: ScoreMatrix, train: 
         tau = float(kendalltau(theta, reference_theta).statistic)
     if partition is not None:
         labelled = ~np.isnan(partition)
+        if np.ndim(predictions) != 2:
+            raise InputError("the ranking AUC averages predictions over every item: pass the "
+                             "K x J predictions, or no partition")
         per_agent = np.asarray(predictions).mean(axis=1)
         auc = ranking_auc(per_agent[labelled], partition[labelled] == 1.0)
     K, J = S.shape
     n_train = int(np.asarray(train).sum())
-    return FidelityMetrics(rmse, rho, tau, auc, n_train, int((holdout & S.observed).sum()),
+    return FidelityMetrics(rmse, rho, tau, auc, n_train, int(S.cell_mask(holdout).sum()),
                            n_train / (K * J))

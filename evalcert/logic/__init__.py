@@ -15,9 +15,10 @@ from evalcert.logic.ilp import IlpResult, M1Model, best_min_accuracy_ilp, consis
 from evalcert.logic.pairs import (M2Model, alarm_m2, m2_alarm_threshold,
                                   m2_best_min_accuracy, m2_consistent)
 from evalcert.logic.qcomplex import iter_qcomplex, qcomplex_array, qcomplex_size
-from evalcert.logic.summaries import (Decisions, LabelCounts, as_label_counts,
-                                      decisions_from_frame, label_counts, load_audit_input,
-                                      read_decisions, read_label_counts)
+from evalcert.logic.readers import (load_audit_input, parse_label_map, read_decisions,
+                                    read_label_counts)
+from evalcert.logic.summaries import (Decisions, LabelCounts, ReadReport, as_label_counts,
+                                      decisions_from_frame, label_counts)
 
 __all__ = [
     "AlarmResult", "MinMaxCurve", "alarm", "alarm_threshold", "attaining_keys",
@@ -27,7 +28,7 @@ __all__ = [
     "IlpResult", "M1Model", "best_min_accuracy_ilp", "consistent_ilp",
     "M2Model", "alarm_m2", "m2_alarm_threshold", "m2_best_min_accuracy", "m2_consistent",
     "iter_qcomplex", "qcomplex_array", "qcomplex_size",
-    "Decisions", "LabelCounts", "as_label_counts", "decisions_from_frame", "label_counts",
+    "Decisions", "LabelCounts", "ReadReport", "parse_label_map", "as_label_counts", "decisions_from_frame", "label_counts",
     "load_audit_input", "read_decisions", "read_label_counts", "mtbench_demo",
 ]
 

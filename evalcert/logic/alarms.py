@@ -43,12 +43,26 @@ __all__ = ["MinMaxCurve", "AlarmResult", "best_correct", "key_value", "alarm_thr
 
 def best_correct(counts: LabelCounts, key: Sequence[int]) -> np.ndarray:
     """Closed form: best correct count ``min(q_l, R_{l,i})`` of each grader on each label,
-    an ``(N, R)`` int array; all labels of a grader reach it in one evaluation."""
+    an ``(N, R)`` int array; all labels of a grader reach it in one evaluation.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> best_correct(paper_summaries(), (6, 15, 4)).tolist()  # authors, gpt4 x labels a, b, tie
+    [[5, 10, 4], [4, 15, 3]]
+    """
     return np.minimum(counts.array, np.asarray(key, dtype=np.int64)[None, :])
 
 
 def key_value(counts: LabelCounts, key: Sequence[int]) -> Fraction:
-    """The min-max value ``v(q)``: best achievable minimum label accuracy over graders."""
+    """The min-max value ``v(q)``: best achievable minimum label accuracy over graders.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> key_value(paper_summaries(), (6, 15, 4)), key_value(paper_summaries(), (8, 9, 8))
+    (Fraction(2, 3), Fraction(3, 8))
+    """
     best = best_correct(counts, key)
     return min(Fraction(int(best[i, l]), int(key[l]))
                for i in range(best.shape[0]) for l in range(best.shape[1]) if key[l] > 0)
@@ -113,7 +127,15 @@ def attaining_keys(summaries: Any, threshold: Fraction, *, lower: Sequence[int] 
                    upper: Sequence[int] | None = None, limit: int | None = 1000
                    ) -> tuple[int, tuple[tuple[int, ...], ...]]:
     """Keys with ``v(q) >= threshold`` (= ``T`` gives the maximisers): their exact number and
-    up to ``limit`` of them, enumerated as a bounded simplex (no walk of the whole QC)."""
+    up to ``limit`` of them, enumerated as a bounded simplex (no walk of the whole QC).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> attaining_keys(paper_summaries(), Fraction(2, 3))  # (how many, the keys)
+    (1, ((6, 15, 4),))
+    """
     counts = as_label_counts(summaries)
     n, r = counts.n_items, len(counts.labels)
     lo, hi = qcomplex_bounds(n, r, lower, upper)
@@ -146,6 +168,13 @@ class MinMaxCurve(ResultMixin):
         ``v(q) = numer / denom``.
     label_numer, label_denom : ndarray, shape (K, R)
         ``min_i min(q_l, R_{l,i}) / q_l``; ``label_denom == 0`` where ``q_l = 0`` (no demand).
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> curve = minmax_curve(paper_summaries())
+    >>> len(curve.values()), round(float(curve.values().max()), 4)
+    (351, 0.6667)
     """
 
     labels: tuple[str, ...]
@@ -179,7 +208,14 @@ class MinMaxCurve(ResultMixin):
 
 def minmax_curve(summaries: Any, *, lower: Sequence[int] | None = None,
                  upper: Sequence[int] | None = None) -> MinMaxCurve:
-    """Walk the whole Q-complex (vectorised) and compute ``v(q)`` and per-label values."""
+    """Walk the whole Q-complex (vectorised) and compute ``v(q)`` and per-label values.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> print(minmax_curve(paper_summaries()).summary())
+    351 keys; max v = 2/3 at (6, 15, 4), min v = 3/25 at (0, 0, 25)
+    """
     counts = as_label_counts(summaries)
     keys = qcomplex_array(counts.n_items, len(counts.labels), lower, upper)
     m = counts.array.min(axis=0)
@@ -213,32 +249,48 @@ class AlarmResult(ResultMixin):
         Exact alarm threshold: the alarm fires iff ``x >= T``.
     attaining_keys : tuple of tuple of int
         Answer keys with ``v(q) = T`` (at most ``max_keys`` listed).
-    n_attaining : int
-        Exact number of such keys.
+    n_attaining : int or None
+        Exact number of such keys; None when they were not all enumerated (M=2 / full
+        joint with more candidates than ``max_checks``: the listed key is a witness).
     binding : tuple of (grader, label)
         Graders and labels whose best accuracy equals ``T`` at an attaining key.
-    m : int
-        Order of the summaries used (1 or 2).
+    m : int or str
+        Order of the summaries used: 1, 2 or ``"full"`` (the full joint).
     n_keys : int
         Size of the (bounded) Q-complex.
     curve : MinMaxCurve or None
         Per-key min-max curve (Fig. 7) and per-label curves (Fig. 8), when asked.
     labels, graders : tuple of str
     method : str
+    n_solves : int
+        Integer programs solved (0 for the closed form).
+    seconds : float
+        Wall time of the computation.
+
+    Examples
+    --------
+    >>> r = alarm({"authors": {"a": 5, "b": 10, "tie": 10},
+    ...            "gpt4": {"a": 4, "b": 18, "tie": 3}}, "1/2", curves=False)
+    >>> r.fires, r.T, r.n_keys, r.attaining_keys
+    (False, Fraction(2, 3), 351, ((6, 15, 4),))
+    >>> print(r.summary().splitlines()[1])
+    T = 2/3 (0.6667): the alarm fires iff x >= T
     """
 
     threshold: Fraction
     fires: bool
     T: Fraction
     attaining_keys: tuple[tuple[int, ...], ...]
-    n_attaining: int
+    n_attaining: int | None
     binding: tuple[tuple[str, str], ...]
-    m: int
-    n_keys: int
+    m: int | str
+    n_keys: int | None
     labels: tuple[str, ...]
     graders: tuple[str, ...]
     method: str
     curve: MinMaxCurve | None = None
+    n_solves: int = 0
+    seconds: float = 0.0
 
     def summary(self) -> str:
         verdict = "FIRES" if self.fires else "silent"
@@ -246,12 +298,19 @@ class AlarmResult(ResultMixin):
                 f"{self.threshold} ({float(self.threshold):.4f})\n"
                 f"T = {self.T} ({float(self.T):.4f}): the alarm fires iff x >= T\n"
                 f"labels {', '.join(self.labels)}; graders {', '.join(self.graders)}; "
-                f"{self.n_keys} answer keys\n")
+                f"{self.n_keys} answer keys"
+                + (f"; {self.n_solves} integer programs in {self.seconds:.2f} s"
+                   if self.n_solves else "") + "\n")
         rows = [[", ".join(map(str, k))] for k in self.attaining_keys[:10]]
-        more = (f"\n... {self.n_attaining - len(rows)} more attaining keys"
-                if self.n_attaining > len(rows) else "")
+        if self.n_attaining is None:
+            title = "a key attaining T (witness; not all attaining keys enumerated)"
+            more = ""
+        else:
+            title = f"keys attaining T ({self.n_attaining})"
+            more = (f"\n... {self.n_attaining - len(rows)} more attaining keys"
+                    if self.n_attaining > len(rows) else "")
         bind = "; ".join(f"{g} on {l}" for g, l in self.binding) or "-"
-        text = head + format_table(rows, [f"keys attaining T ({self.n_attaining})"]) + more
+        text = head + format_table(rows, [title]) + more
         text += f"\nbinding (grader, label): {bind}"
         if self.curve is not None:
             text += "\ncurve: " + self.curve.summary()

@@ -40,6 +40,11 @@ def m1_axiom_terms(table: Sequence[Sequence[Any]], key: Sequence[Any],
     """Left-hand sides of the R M=1 axioms (Eq. 9) for one grader; each is 0 when consistent.
 
     Works on ints and on PuLP expressions alike (the ILP adds them as constraints).
+
+    Examples
+    --------
+    >>> m1_axiom_terms([[4, 2], [0, 4]], key=(6, 4), decided=(4, 6))  # one zero per label
+    [0, 0]
     """
     r = len(decided)
     out = []
@@ -76,7 +81,14 @@ def _bounded_rows(total: int, caps: tuple[int, ...]) -> Iterator[tuple[int, ...]
 
 def iter_evaluations(key: Sequence[int], decided: Sequence[int]) -> Iterator[Table]:
     """Yield every possible evaluation table at answer key ``key`` (row sums) for a grader
-    with label counts ``decided`` (column sums)."""
+    with label counts ``decided`` (column sums).
+
+    Examples
+    --------
+    >>> tables = list(iter_evaluations(key=(6, 4), decided=(4, 6)))
+    >>> len(tables), tables[0]  # rows: true label, columns: decided label
+    (5, ((4, 2), (0, 4)))
+    """
     key_t, dec_t = _check_margins(key, decided)
 
     def rec(t: int, cols: tuple[int, ...]) -> Iterator[Table]:
@@ -91,7 +103,13 @@ def iter_evaluations(key: Sequence[int], decided: Sequence[int]) -> Iterator[Tab
 
 
 def count_evaluations(key: Sequence[int], decided: Sequence[int]) -> int:
-    """Number of possible evaluation tables at ``key`` (row-by-row DP on remaining columns)."""
+    """Number of possible evaluation tables at ``key`` (row-by-row DP on remaining columns).
+
+    Examples
+    --------
+    >>> count_evaluations(key=(6, 4), decided=(4, 6))  # binary test, Q = 10
+    5
+    """
     key_t, dec_t = _check_margins(key, decided)
 
     @lru_cache(maxsize=None)
@@ -138,6 +156,12 @@ class EvaluationCounts(ResultMixin):
     axioms : int
         ... with row sums a QC point and column sums ``decided`` (Eqs. 4, 9, 12).
     axioms_by_key : tuple of (key, count)
+
+    Examples
+    --------
+    >>> counts = evaluation_counts((4, 6))  # Sec. II: binary, Q = 10
+    >>> counts.a_priori, counts.inequalities, counts.axioms
+    (286, 210, 35)
     """
 
     n_items: int

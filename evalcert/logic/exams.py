@@ -27,7 +27,13 @@ __all__ = ["GradeSets", "grades_at_key", "grade_sets"]
 
 
 def grades_at_key(decided: Sequence[int], key: Sequence[int]) -> tuple[int, ...]:
-    """Achievable numbers of correct answers of one taker at answer key ``key``."""
+    """Achievable numbers of correct answers of one taker at answer key ``key``.
+
+    Examples
+    --------
+    >>> grades_at_key(decided=(4, 6), key=(5, 5))  # correct answers consistent with the key
+    (1, 3, 5, 7, 9)
+    """
     return tuple(c for c in range(sum(key) + 1) if trace_range_feasible(key, decided, c))
 
 
@@ -42,6 +48,16 @@ class GradeSets(ResultMixin):
         ``{taker: tuple of Fraction}``, sorted consistent grades ``correct / Q``.
     lower, upper : tuple of int
         The bounds on the key used.
+
+    Examples
+    --------
+    >>> g = grade_sets({"t1": {"a": 3, "b": 1}, "t2": {"a": 2, "b": 2}}, lower=(2, 2), upper=(2, 2))
+    >>> print(g.summary())  # doctest: +NORMALIZE_WHITESPACE
+    consistent grades, Q=4, key bounds (2, 2)..(2, 2)
+    taker  min  max  count  interval
+    -----  ---  ---  -----  --------
+       t1  1/4  3/4      2     False
+       t2    0    1      3     False
     """
 
     n_items: int

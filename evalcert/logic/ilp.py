@@ -32,7 +32,7 @@ from evalcert.logic.qcomplex import qcomplex_bounds
 from evalcert.logic.summaries import LabelCounts, as_label_counts, as_threshold
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["SOLVERS", "IlpResult", "M1Model", "solve_model", "best_min_accuracy_ilp",
+__all__ = ["SOLVERS", "IlpResult", "M1Model", "run_solver", "solve_model", "best_min_accuracy_ilp",
            "consistent_ilp"]
 
 SOLVERS = {
@@ -62,6 +62,13 @@ class IlpResult(ResultMixin):
         ``{grader: (E[l][l] for each label)}`` of the solution.
     seconds : float
         Wall time of the solve call.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> r = best_min_accuracy_ilp(paper_summaries(), (6, 15, 4))
+    >>> r.status, r.feasible, r.value, r.key
+    ('Optimal', True, Fraction(2, 3), (6, 15, 4))
     """
 
     solver: str
@@ -90,6 +97,21 @@ class M1Model:
     key : sequence of int, optional
         Fix the answer key; ``None`` leaves ``Q_l`` (and ``z_l``) as variables.
     lower, upper : bounds on the free key.
+
+    Examples
+    --------
+    Is "both graders better than 1/2 on every label" possible at a fixed answer key?
+
+    >>> from fractions import Fraction
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> def possible(key):
+    ...     model = M1Model(paper_summaries(), key=key)
+    ...     for grader in range(2):
+    ...         for label in range(3):
+    ...             model.add_label_spec(grader, label, Fraction(1, 2))
+    ...     return solve_model(model).feasible
+    >>> possible((6, 15, 4)), possible((8, 9, 8))  # v(q) = 2/3 and 3/8
+    (True, False)
     """
 
     def __init__(self, counts: LabelCounts, key: Sequence[int] | None = None,
@@ -153,8 +175,11 @@ class M1Model:
         return IlpResult(solver, status, labels, True, min(ratios), key, correct, seconds)
 
 
-def solve_model(model: M1Model, solver: str = "highs") -> IlpResult:
-    """Solve with ``"highs"`` (default) or ``"cbc"``; Infeasible is a result, not an error."""
+def run_solver(prob: pulp.LpProblem, solver: str = "highs") -> tuple[str, float]:
+    """Solve a PuLP problem with ``"highs"`` (default) or ``"cbc"``; return (status, seconds).
+
+    Optimal and Infeasible are answers; any other status raises :class:`SolverError`.
+    """
     if solver not in SOLVERS:
         raise BackendUnavailableError(f"unknown ILP solver {solver!r}; use one of "
                                       f"{sorted(SOLVERS)}")
@@ -163,12 +188,18 @@ def solve_model(model: M1Model, solver: str = "highs") -> IlpResult:
         raise BackendUnavailableError(f"ILP solver {solver!r} ({_PULP_NAMES[solver]}) is not "
                                       "installed; install highspy or use solver='cbc'")
     start = time.perf_counter()
-    model.prob.solve(backend)
+    prob.solve(backend)
     seconds = time.perf_counter() - start
-    status = pulp.LpStatus[model.prob.status]
+    status = pulp.LpStatus[prob.status]
     if status not in ("Optimal", "Infeasible"):
-        raise SolverError(f"{solver} returned status {status!r} on an M=1 ILP",
+        raise SolverError(f"{solver} returned status {status!r} on ILP {prob.name}",
                           solver=solver, status=status)
+    return status, seconds
+
+
+def solve_model(model: M1Model, solver: str = "highs") -> IlpResult:
+    """Solve with ``"highs"`` (default) or ``"cbc"``; Infeasible is a result, not an error."""
+    status, seconds = run_solver(model.prob, solver)
     return model.extract(solver, status, seconds)
 
 
@@ -176,7 +207,14 @@ def best_min_accuracy_ilp(summaries: Any, key: Sequence[int], *,
                           graders: Sequence[str] | None = None,
                           solver: str = "highs") -> IlpResult:
     """Best achievable minimum label accuracy of the chosen graders at answer key ``key``:
-    maximise ``t`` subject to ``E^i[l][l] >= t * Q_l`` for every non-empty label (Fig. 7)."""
+    maximise ``t`` subject to ``E^i[l][l] >= t * Q_l`` for every non-empty label (Fig. 7).
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> best_min_accuracy_ilp(paper_summaries(), (6, 15, 4)).value  # = the closed form v(q)
+    Fraction(2, 3)
+    """
     counts = as_label_counts(summaries)
     model = M1Model(counts, key=key)
     chosen = _grader_indices(counts, graders)
@@ -216,6 +254,14 @@ def consistent_ilp(summaries: Any, *, threshold: Any = None,
     label_thresholds : ``{label: x_l}`` per-label levels (Sec. III, last paragraph).
     grade : level for overall accuracy ``trace / Q`` (App. D).
     key : fix the answer key; default: any key within ``lower``/``upper``.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> consistent_ilp(paper_summaries(), threshold="1/2").feasible  # some key lets both pass
+    True
+    >>> consistent_ilp(paper_summaries(), threshold="7/10").status  # T = 2/3 < 0.7
+    'Infeasible'
     """
     counts = as_label_counts(summaries)
     model = M1Model(counts, key=key, lower=lower, upper=upper)

@@ -14,14 +14,15 @@ exactly like the M=1 ones by expanding every count into pair counts given true l
 they hold on every point of this model; the M=2 possible set at a key is therefore
 contained in the product of the M=1 sets, and the M=2 threshold is never looser:
 ``T_2 <= T_1``. ``T_2`` is a ratio ``k / n`` with ``n <= Q``, found by bisection over
-those ratios with one whole-Q-complex feasibility ILP per step.
+the fractions with denominator ``<= Q`` (:mod:`evalcert.logic.search`), one whole-Q-complex
+feasibility ILP per step, without listing the ratios.
 """
 
 from __future__ import annotations
 
 import itertools
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pulp
@@ -29,6 +30,7 @@ import pulp
 from evalcert.errors import InputError
 from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
 from evalcert.logic.ilp import IlpResult, M1Model, solve_model
+from evalcert.logic.joint import _Spec, exact_alarm
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.summaries import Decisions, as_threshold
 
@@ -46,7 +48,20 @@ def _check_decisions(decisions: Any) -> Decisions:
 
 
 class M2Model(M1Model):
-    """The M=1 model plus pair variables ``P^{ij}[t][a][b]`` for every pair of graders."""
+    """The M=1 model plus pair variables ``P^{ij}[t][a][b]`` for every pair of graders.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> from evalcert.logic.ilp import solve_model
+    >>> model = M2Model(table1_decisions(), key=(7, 15, 3))
+    >>> for grader in range(2):
+    ...     for label in range(3):
+    ...         model.add_label_spec(grader, label, Fraction(1, 2))
+    >>> solve_model(model).feasible
+    True
+    """
 
     def __init__(self, decisions: Decisions, key: Sequence[int] | None = None,
                  lower: Sequence[int] | None = None, upper: Sequence[int] | None = None,
@@ -71,7 +86,14 @@ class M2Model(M1Model):
 
 def m2_best_min_accuracy(decisions: Decisions, key: Sequence[int], *,
                          solver: str = "highs") -> IlpResult:
-    """Best achievable minimum label accuracy over all graders at ``key`` under M=2."""
+    """Best achievable minimum label accuracy over all graders at ``key`` under M=2.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> m2_best_min_accuracy(table1_decisions(), (7, 15, 3)).value  # M=1 gives 2/3 here
+    Fraction(3, 5)
+    """
     model = M2Model(_check_decisions(decisions), key=key)
     t = model.prob.add_variable("t", 0, 1)
     model.prob += t
@@ -85,7 +107,14 @@ def m2_best_min_accuracy(decisions: Decisions, key: Sequence[int], *,
 def m2_consistent(decisions: Decisions, threshold: Any, *, key: Sequence[int] | None = None,
                   lower: Sequence[int] | None = None, upper: Sequence[int] | None = None,
                   solver: str = "highs") -> IlpResult:
-    """Is "every grader better than ``threshold`` on every label" consistent under M=2?"""
+    """Is "every grader better than ``threshold`` on every label" consistent under M=2?
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> m2_consistent(table1_decisions(), "1/2").feasible, m2_consistent(table1_decisions(), "2/3").feasible
+    (True, False)
+    """
     model = M2Model(_check_decisions(decisions), key=key, lower=lower, upper=upper)
     model.prob += pulp.lpSum([])
     x = as_threshold(threshold)
@@ -95,67 +124,58 @@ def m2_consistent(decisions: Decisions, threshold: Any, *, key: Sequence[int] | 
     return solve_model(model, solver)
 
 
-def _ratios_up_to(n_items: int, top: Fraction) -> list[Fraction]:
-    """Sorted distinct ratios ``k / n`` (``0 <= k <= n <= Q``) not above ``top``."""
-    n = np.repeat(np.arange(1, n_items + 1), np.arange(2, n_items + 2))
-    k = np.concatenate([np.arange(v + 1) for v in range(1, n_items + 1)])
-    keep = k * top.denominator <= n * top.numerator
-    vals, first = np.unique(k[keep] / n[keep], return_index=True)
-    return [Fraction(int(a), int(b)) for a, b in zip(k[keep][first], n[keep][first])]
+def _build(dec: Decisions, lower: Any, upper: Any) -> Callable[[Sequence[int] | None], Any]:
+    def build(key: Sequence[int] | None) -> Any:
+        model = M2Model(dec, key=key, lower=None if key is not None else lower,
+                        upper=None if key is not None else upper)
+        r = len(dec.labels)
+        diag = [[model.e[i][t][t] for t in range(r)] for i in range(len(dec.graders))]
+        return _Spec(model.prob, list(model.q), diag, [list(model.q)] * len(dec.graders))
+    return build
 
 
 def m2_alarm_threshold(decisions: Decisions, *, lower: Sequence[int] | None = None,
-                       upper: Sequence[int] | None = None,
-                       solver: str = "highs") -> tuple[Fraction, Fraction | None]:
-    """Exact M=2 alarm threshold ``T_2 <= T_1`` and the ratio just below it (or None if 0).
+                       upper: Sequence[int] | None = None, solver: str = "highs") -> Fraction:
+    """Exact M=2 alarm threshold ``T_2 <= T_1`` (see :func:`alarm_m2`).
 
-    Bisection over ratios ``k / n <= T_1``: "all better than f" is feasible iff ``f < T_2``.
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> m2_alarm_threshold(table1_decisions())
+    Fraction(5, 8)
     """
-    dec = _check_decisions(decisions)
-    t1 = alarm_threshold(dec.label_counts(), lower=lower, upper=upper)
-    cands = _ratios_up_to(len(dec.items), t1)
-    lo, hi = 0, len(cands) - 1  # cands[-1] = T_1 is infeasible under M=1, hence under M=2
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if m2_consistent(dec, cands[mid], lower=lower, upper=upper, solver=solver).feasible:
-            lo = mid + 1
-        else:
-            hi = mid
-    return cands[lo], (cands[lo - 1] if lo > 0 else None)
+    return alarm_m2(decisions, "0", lower=lower, upper=upper, solver=solver, max_checks=0,
+                    max_binding_keys=0).T
 
 
 def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | None = None,
              upper: Sequence[int] | None = None, solver: str = "highs",
-             max_keys: int = 1000) -> AlarmResult:
-    """No-knowledge alarm under the M=2 axioms (ILP). Attaining keys are searched among the
-    keys whose M=1 value reaches ``T_2``; the binding (grader, label) pairs are read from
-    the solver's evaluation at each attaining key."""
+             max_keys: int = 1000, max_checks: int = 200, max_binding_keys: int = 3,
+             verbose: bool = False) -> AlarmResult:
+    """No-knowledge alarm under the M=2 axioms (ILP).
+
+    ``T_2`` comes from :func:`evalcert.logic.search.max_ratio` (``~2 log2 Q`` whole-QC
+    ILPs, each feasible point re-checked in integers). Attaining keys are searched among
+    the keys whose M=1 value reaches ``T_2`` (exactly, when at most ``max_checks`` of
+    them; otherwise a witness key is listed and ``n_attaining`` is None); a (grader, label)
+    pair binds at a key when no M=2-consistent evaluation with everyone at least ``T_2``
+    puts that grader above ``T_2`` on that label.
+
+    Examples
+    --------
+    MT-Bench Table I (authors and gpt4): the pair counts lower ``T`` from M=1's 2/3.
+
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> r = alarm_m2(table1_decisions(), "1/2")
+    >>> r.T, r.fires, r.m
+    (Fraction(5, 8), False, 2)
+    """
     dec = _check_decisions(decisions)
-    x = as_threshold(threshold)
     counts = dec.label_counts()
     r = len(dec.labels)
     lo, hi = qcomplex_bounds(counts.n_items, r, lower, upper)
-    t2, below = m2_alarm_threshold(dec, lower=lo, upper=hi, solver=solver)
-    n_keys = qcomplex_size(counts.n_items, r, lo, hi)
-    keys: list[tuple[int, ...]] = []
-    binding: dict[tuple[str, str], None] = {}
-    if below is None:
-        n_att, cand = attaining_keys(counts, Fraction(0), lower=lo, upper=hi, limit=max_keys)
-        keys = list(cand)
-    else:
-        _, cand = attaining_keys(counts, t2, lower=lo, upper=hi, limit=None)
-        n_att = 0
-        for key in cand:
-            res = m2_consistent(dec, below, key=key, solver=solver)
-            if not res.feasible:
-                continue
-            n_att += 1
-            if len(keys) < max_keys:
-                keys.append(key)
-                for g, c in res.correct.items():
-                    for l, lab in enumerate(dec.labels):
-                        if key[l] > 0 and Fraction(c[l], key[l]) == t2:
-                            binding[(g, lab)] = None
-    return AlarmResult(threshold=x, fires=x >= t2, T=t2, attaining_keys=tuple(keys),
-                       n_attaining=n_att, binding=tuple(binding), m=2, n_keys=n_keys,
-                       labels=dec.labels, graders=dec.graders, method=f"ILP ({solver})")
+    top = alarm_threshold(counts, lower=lo, upper=hi)
+    return exact_alarm(_build(dec, lo, hi), dec, threshold, upper=top, m=2,
+                       method="M=2 ILP", solver=solver,
+                       candidates=lambda t: attaining_keys(counts, t, lower=lo, upper=hi,
+                                                           limit=max_keys),
+                       n_keys=qcomplex_size(counts.n_items, r, lo, hi), max_checks=max_checks,
+                       max_binding_keys=max_binding_keys, verbose=verbose)

@@ -15,9 +15,14 @@ import numpy as np
 
 from evalcert.errors import InputError
 
-__all__ = ["Bounds", "qcomplex_bounds", "qcomplex_size", "iter_qcomplex", "qcomplex_array"]
+__all__ = ["MAX_BINDING_BOUNDS", "MAX_KEYS", "Bounds", "qcomplex_bounds", "qcomplex_size", "iter_qcomplex", "qcomplex_array"]
 
 Bounds = tuple[tuple[int, ...], tuple[int, ...]]
+
+#: most labels with a binding upper bound that :func:`qcomplex_size` counts (2^k subsets)
+MAX_BINDING_BOUNDS = 20
+#: most answer keys :func:`qcomplex_array` materialises (3 labels: 24 bytes a key)
+MAX_KEYS = 5_000_000
 
 
 def qcomplex_bounds(n_items: int, n_labels: int, lower: Sequence[int] | None = None,
@@ -56,9 +61,14 @@ def qcomplex_size(n_items: int, n_labels: int, lower: Sequence[int] | None = Non
     """
     lo, hi = qcomplex_bounds(n_items, n_labels, lower, upper)
     rest = n_items - sum(lo)
-    widths = [h - l + 1 for l, h in zip(lo, hi)]
+    # only upper bounds below ``rest`` can bind; the others drop out of inclusion-exclusion
+    widths = [h - l + 1 for l, h in zip(lo, hi) if h - l < rest]
+    if len(widths) > MAX_BINDING_BOUNDS:
+        raise InputError(f"{len(widths)} labels have binding upper bounds (R={n_labels}, "
+                         f"Q={n_items}): counting the keys would take 2^{len(widths)} steps; "
+                         f"bound at most {MAX_BINDING_BOUNDS} labels")
     total = 0
-    for size in range(n_labels + 1):
+    for size in range(len(widths) + 1):
         for subset in itertools.combinations(widths, size):
             left = rest - sum(subset)
             if left >= 0:
@@ -87,16 +97,24 @@ def iter_qcomplex(n_items: int, n_labels: int, lower: Sequence[int] | None = Non
 
 
 def qcomplex_array(n_items: int, n_labels: int, lower: Sequence[int] | None = None,
-                   upper: Sequence[int] | None = None) -> np.ndarray:
+                   upper: Sequence[int] | None = None, *, max_keys: int = MAX_KEYS
+                   ) -> np.ndarray:
     """All answer-key points as a ``(K, R)`` int64 array, same order as :func:`iter_qcomplex`.
 
     Vectorised stars-and-bars: the bar positions of ``C(Q+R-1, R-1)`` combinations give
-    the parts as gaps; bounds are applied as a mask.
+    the parts as gaps; bounds are applied as a mask. Refused with :class:`InputError`
+    before any allocation when the unbounded simplex has more than ``max_keys`` points.
     """
     lo, hi = qcomplex_bounds(n_items, n_labels, lower, upper)
     rest = n_items - sum(lo)
     slots = rest + n_labels - 1
     count = comb(slots, n_labels - 1)
+    if count > max_keys:
+        gib = count * (n_labels + 1) * 8 / 2**30
+        raise InputError(f"the Q-complex of Q={n_items} items and R={n_labels} labels has "
+                         f"{count:,} answer keys (~{gib:,.1f} GiB to list), above the limit of "
+                         f"{max_keys:,}; the threshold T needs no list (drop --plot / curves), "
+                         "or bound the key with lower/upper")
     bars = np.fromiter(itertools.combinations(range(slots), n_labels - 1),
                        dtype=np.dtype((np.int64, (n_labels - 1,))), count=count)
     edges = np.hstack([np.full((count, 1), -1, np.int64), bars,

@@ -8,16 +8,14 @@ Two kinds of input (paper 003, Sec. II):
   needed for the M=2 pair counts of App. C; they project onto :class:`LabelCounts`.
 
 Everything is validated here, once, before any counting or solving; later modules
-trust these objects. Files are parsed as data only (pandas CSV reader, :mod:`json`).
+trust these objects. Files are read by :mod:`evalcert.logic.readers`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import numbers
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -26,11 +24,12 @@ import pandas as pd
 from evalcert.errors import InputError
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["LabelCounts", "Decisions", "label_counts", "decisions_from_frame",
-           "read_decisions", "read_label_counts", "load_audit_input", "as_label_counts",
-           "as_threshold"]
+__all__ = ["LabelCounts", "Decisions", "ReadReport", "label_counts", "decisions_from_frame",
+           "as_label_counts", "as_threshold"]
 
-MISSING_POLICIES = ("error", "drop")
+MISSING_POLICIES = ("error", "drop", "keep")
+#: more undeclared labels than this is refused as a likely misread
+MAX_UNDECLARED_LABELS = 16
 
 
 def _declared_labels(labels: Sequence[str] | str | None) -> tuple[str, ...] | None:
@@ -88,6 +87,63 @@ class LabelCounts(ResultMixin):
 
 
 @dataclasses.dataclass(frozen=True)
+class ReadReport(ResultMixin):
+    """What a reader did to a decision file: nothing is dropped or changed without a count.
+
+    Attributes
+    ----------
+    path, format : str
+        The file and the format read (``long``, ``wide``, ``pairwise``, ``frame``).
+    rows : int
+        Decision rows read.
+    items_read, items_used, items_dropped : int
+        Items found, kept and dropped (``on_missing="drop"``).
+    skipped_by_grader : dict
+        ``{grader: items it did not decide}`` (before dropping).
+    on_missing : str
+    unparseable : dict
+        ``{raw value: rows}`` of decisions that could not be read as a label (pairwise
+        winners); they count as skipped, never guessed.
+    whitespace_fixed : int
+        Cells whose surrounding whitespace was stripped (``' a'`` -> ``'a'``).
+    labels_mapped : int
+        Decisions renamed by ``label_map``.
+    """
+
+    path: str
+    format: str
+    rows: int
+    items_read: int
+    items_used: int
+    items_dropped: int
+    skipped_by_grader: dict[str, int]
+    on_missing: str
+    unparseable: dict[str, int]
+    whitespace_fixed: int
+    labels_mapped: int
+
+    def notes(self) -> list[str]:
+        """One line per thing the user should know (for stderr)."""
+        out = [f"read {self.rows} decisions ({self.format}): {self.items_read} items, "
+               f"{self.items_used} used, {self.items_dropped} dropped"]
+        if self.skipped_by_grader:
+            out.append(f"items skipped per grader: {self.skipped_by_grader} "
+                       f"(on_missing={self.on_missing})")
+        if self.unparseable:
+            out.append(f"{sum(self.unparseable.values())} unparseable decisions counted as "
+                       f"skipped: {dict(list(self.unparseable.items())[:8])}")
+        if self.whitespace_fixed:
+            out.append(f"{self.whitespace_fixed} cells had surrounding whitespace removed "
+                       "(' a' read as 'a')")
+        if self.labels_mapped:
+            out.append(f"{self.labels_mapped} decisions renamed by the label map")
+        return out
+
+    def summary(self) -> str:
+        return "\n".join(self.notes())
+
+
+@dataclasses.dataclass(frozen=True)
 class Decisions(ResultMixin):
     """Question-aligned decisions: ``codes[k][i]`` is the label index grader ``i`` gave item ``k``.
 
@@ -95,22 +151,41 @@ class Decisions(ResultMixin):
     ----------
     items, graders, labels : tuple of str
     codes : tuple of tuple of int
-        ``(Q, N)`` label indices into ``labels``.
+        ``(Q, N)`` label indices into ``labels``; ``-1`` where the grader skipped the item
+        (only with ``on_missing="keep"``).
+    report : ReadReport or None
+        What the reader did (counts of dropped, skipped, unparseable, normalised cells).
     """
 
     items: tuple[str, ...]
     graders: tuple[str, ...]
     labels: tuple[str, ...]
     codes: tuple[tuple[int, ...], ...]
+    report: ReadReport | None = None
 
     @property
     def array(self) -> np.ndarray:
-        """Label indices as a ``(Q, N)`` int64 array."""
+        """Label indices as a ``(Q, N)`` int64 array (``-1`` = skipped)."""
         return np.array(self.codes, dtype=np.int64).reshape(len(self.items), len(self.graders))
+
+    @property
+    def complete(self) -> bool:
+        """True when every grader decided every item."""
+        return bool((self.array >= 0).all())
+
+    def _require_complete(self, what: str) -> np.ndarray:
+        arr = self.array
+        if (arr < 0).any():
+            skipped = {g: int((arr[:, i] < 0).sum()) for i, g in enumerate(self.graders)
+                       if (arr[:, i] < 0).any()}
+            raise InputError(f"{what} needs every grader on every item, but graders skipped "
+                             f"items {skipped}; use --on-missing drop, or the full-joint "
+                             "alarm (--m full), which judges each grader on its own items")
+        return arr
 
     def label_counts(self) -> LabelCounts:
         """Project onto the M=1 summaries (paper Sec. II)."""
-        arr = self.array
+        arr = self._require_complete("M=1 (label counts)")
         counts = tuple(tuple(int(v) for v in np.bincount(arr[:, i], minlength=len(self.labels)))
                        for i in range(len(self.graders)))
         return LabelCounts(self.labels, self.graders, counts)
@@ -118,12 +193,14 @@ class Decisions(ResultMixin):
     def pair_counts(self, i: int, j: int) -> np.ndarray:
         """Observed M=2 counts ``R_{(l_a)_i,(l_b)_j}`` as an ``(R, R)`` array (App. C, Eq. 14)."""
         r = len(self.labels)
-        arr = self.array
+        arr = self._require_complete("M=2 (pair counts)")
         return np.bincount(arr[:, i] * r + arr[:, j], minlength=r * r).reshape(r, r)
 
     def summary(self) -> str:
-        return (f"{len(self.items)} items x {len(self.graders)} graders, labels "
-                f"{', '.join(self.labels)}\n" + self.label_counts().summary())
+        head = (f"{len(self.items)} items x {len(self.graders)} graders, labels "
+                f"{', '.join(self.labels)}")
+        return head + ("\n" + self.label_counts().summary() if self.complete else
+                       " (some decisions skipped)")
 
 
 def _as_count(value: Any, grader: str, label: str) -> int:
@@ -184,18 +261,63 @@ def _finish_counts(lab: tuple[str, ...], graders: tuple[str, ...],
     return LabelCounts(lab, graders, counts)
 
 
+def _strip(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Strip surrounding whitespace of every cell; return the frame and the cells changed."""
+    out = df.apply(lambda s: s.str.strip())
+    return out, int((out != df).to_numpy().sum())
+
+
+def _likely_misread(df: pd.DataFrame, found: list[str]) -> None:
+    """Refuse undeclared label sets that look like a misread table (ids taken as labels)."""
+    by_grader = {g: set(v) for g, v in df.groupby("grader", sort=False)["label"]}
+    if len(by_grader) >= 2:
+        alone = [g for g, labs in by_grader.items()
+                 if not any(labs & other for h, other in by_grader.items() if h != g)]
+        if alone:
+            raise InputError(
+                f"graders {alone[:6]} share no label with any other grader (e.g. "
+                f"{sorted(by_grader[alone[0]])[:4]}): these columns are probably not graders; "
+                "choose the grader columns with --graders (graders=...), or --format pairwise "
+                "for question_id/model_a/model_b/winner logs")
+    if len(found) > MAX_UNDECLARED_LABELS:
+        raise InputError(f"{len(found)} distinct labels (e.g. {found[:5]}) on "
+                         f"{df['item'].nunique()} items: probably ids or free text read as "
+                         "labels; declare the label set with --labels (labels=...) to confirm")
+
+
 def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None = None,
-                         on_missing: str = "error") -> Decisions:
+                         on_missing: str = "error", *, graders: Sequence[str] | None = None,
+                         label_map: Mapping[str, str] | None = None,
+                         source: Mapping[str, Any] | None = None) -> Decisions:
     """Validate a long table with columns ``item, grader, label`` into :class:`Decisions`.
 
     Parameters
     ----------
     frame : pandas.DataFrame
-        One row per (item, grader) decision; extra columns are ignored.
+        One row per (item, grader) decision; extra columns are ignored. Cells are
+        stripped of surrounding whitespace (``' a'`` -> ``'a'``), and the number of cells
+        changed is reported in ``Decisions.report``.
     labels : sequence of str, optional
-        Declared label set (order kept); default: labels in order of first appearance.
-    on_missing : {"error", "drop"}
-        What to do with items some grader skipped: raise, or drop those items for everyone.
+        Declared label set (order kept); default: labels in order of first appearance
+        (more than 16 undeclared labels, or a grader sharing no label with any other, is
+        refused as a likely misread).
+    on_missing : {"error", "drop", "keep"}
+        Items some grader skipped: raise; drop those items for every grader; or keep them
+        with the skipped decisions coded ``-1`` (only the full-joint alarm accepts those).
+    graders : sequence of str, optional
+        Keep only these graders (unknown names are refused).
+    label_map : mapping, optional
+        Rename labels after stripping, e.g. ``{"0": "tie"}``.
+    source : mapping, optional
+        Facts from the file reader for the report (path, format, rows, unparseable).
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"item": [1, 1, 2, 2], "grader": ["x", "y", "x", "y"],
+    ...                    "label": ["a", " a", "b", "a"]})
+    >>> d = decisions_from_frame(df)
+    >>> d.label_counts().counts, d.report.whitespace_fixed
+    (((1, 1), (2, 0)), 1)
     """
     if on_missing not in MISSING_POLICIES:
         raise InputError(f"on_missing={on_missing!r}; use one of {MISSING_POLICIES}")
@@ -204,13 +326,27 @@ def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None
         raise InputError(f"decision table lacks columns {missing_cols}; give a long table "
                          "with columns item,grader,label")
     df = frame[["item", "grader", "label"]].copy()
-    if df.isna().any().any():
-        rows = [int(k) for k in np.flatnonzero(df.isna().any(axis=1).to_numpy())[:10]]
-        raise InputError(f"empty cells in decision rows {rows}; a skipped decision is a "
-                         "missing row, not an empty label")
-    df = df.astype(str).apply(lambda s: s.str.strip())
+    empty = df.isna() | (df.astype(str).apply(lambda s: s.str.strip()) == "")
+    if empty.any().any():
+        rows = [int(k) for k in np.flatnonzero(empty.any(axis=1).to_numpy())[:10]]
+        raise InputError(f"{int(empty.any(axis=1).sum())} decision rows have empty cells "
+                         f"(rows {rows}); a skipped decision is a missing row, not an empty "
+                         "label (mixed formats?)")
+    df, fixed = _strip(df.astype(str))
     if df.empty:
         raise InputError("empty test: the decision table has no rows")
+    n_rows = len(df)
+    mapped = 0
+    if label_map:
+        hit = df["label"].isin(list(label_map))
+        mapped = int(hit.sum())
+        df.loc[hit, "label"] = df.loc[hit, "label"].map(dict(label_map))
+    if graders is not None:
+        known = list(dict.fromkeys(df["grader"]))
+        unknown = [g for g in graders if g not in known]
+        if unknown:
+            raise InputError(f"unknown graders {unknown}; the file has {known[:20]}")
+        df = df[df["grader"].isin(list(graders))]
     dup = df[df.duplicated(["item", "grader"], keep=False)]
     if not dup.empty:
         pairs = sorted(set(zip(dup["item"], dup["grader"])))[:10]
@@ -222,73 +358,55 @@ def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None
         bad = sorted(set(found) - set(declared))
         if bad:
             where = df[df["label"].isin(bad)].head(10)
-            raise InputError(f"labels {bad} are outside the declared set {list(declared)} "
+            raise InputError(f"labels {bad[:10]} are outside the declared set {list(declared)} "
                              f"(e.g. items {list(where['item'])}, graders "
-                             f"{sorted(set(where['grader']))}); fix them or declare them")
+                             f"{sorted(set(where['grader']))}); fix them, map them with "
+                             "--label-map or declare them")
+    else:
+        _likely_misread(df, found)
     lab = declared if declared is not None else tuple(found)
     _check_label_set(lab)
-    wide = df.pivot(index="item", columns="grader", values="label")
-    wide = wide.reindex(index=list(dict.fromkeys(df["item"])),
-                        columns=list(dict.fromkeys(df["grader"])))
-    holes = wide.isna()
-    if holes.any().any():
-        if on_missing == "error":
-            skipped = {g: list(wide.index[holes[g]][:10]) for g in wide.columns
-                       if holes[g].any()}
-            raise InputError(f"graders skipped items: {skipped}; pass on_missing='drop' "
-                             "(--on-missing drop) to drop those items for every grader")
-        wide = wide[~holes.any(axis=1)]
-        if wide.empty:
-            raise InputError("empty test: no item was decided by every grader")
     index = {name: k for k, name in enumerate(lab)}
-    codes = tuple(tuple(index[v] for v in row) for row in wide.itertuples(index=False))
-    return Decisions(tuple(wide.index), tuple(wide.columns), lab, codes)
-
-
-def _read_csv(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read decisions CSV {path}: {exc}") from exc
-
-
-def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
-                   on_missing: str = "error", graders: Sequence[str] | None = None) -> Decisions:
-    """Read decisions from CSV: long (``item,grader,label``) or wide (``item`` + one column
-    per grader; ``graders`` picks the columns, default all others)."""
-    path = Path(path)
-    frame = _read_csv(path)
-    if "grader" not in frame.columns and "item" in frame.columns:
-        cols = list(graders) if graders is not None else [c for c in frame.columns
-                                                          if c != "item"]
-        absent = [c for c in cols if c not in frame.columns]
-        if absent or not cols:
-            raise InputError(f"wide decision table {path} lacks grader columns {absent or cols}")
-        frame = frame.melt(id_vars="item", value_vars=cols, var_name="grader",
-                           value_name="label").dropna(subset=["label"])
-    return decisions_from_frame(frame, labels=labels, on_missing=on_missing)
-
-
-def read_label_counts(path: str | Path, labels: Sequence[str] | str | None = None) -> LabelCounts:
-    """Read a JSON summary: ``{grader: {label: count}}`` or
-    ``{"labels": [...], "counts": {grader: {label: count}}}``."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read label-count JSON {path}: {exc}") from exc
-    if isinstance(data, dict) and "counts" in data:
-        labels = labels if labels is not None else data.get("labels")
-        data = data["counts"]
-    return label_counts(data, labels=labels)
-
-
-def load_audit_input(path: str | Path, labels: Sequence[str] | str | None = None,
-                     on_missing: str = "error", graders: Sequence[str] | None = None
-                     ) -> LabelCounts | Decisions:
-    """Read ``.json`` as label counts, anything else as a decisions CSV."""
-    if Path(path).suffix.lower() == ".json":
-        return read_label_counts(path, labels=labels)
-    return read_decisions(path, labels=labels, on_missing=on_missing, graders=graders)
+    item_names = list(dict.fromkeys(df["item"]))
+    grader_names = list(dict.fromkeys(df["grader"]))
+    rows_ix = pd.Index(item_names).get_indexer(df["item"])
+    cols_ix = pd.Index(grader_names).get_indexer(df["grader"])
+    arr = np.full((len(item_names), len(grader_names)), -1, dtype=np.int64)
+    arr[rows_ix, cols_ix] = df["label"].map(index).to_numpy(dtype=np.int64)
+    holes = arr < 0
+    skipped = {g: int(holes[:, i].sum()) for i, g in enumerate(grader_names)
+               if holes[:, i].any()}
+    absent = [g for g, k in skipped.items() if k == len(item_names)]
+    if absent:
+        raise InputError(f"graders {absent} decided none of the {len(item_names)} items; "
+                         "drop them (--graders) or fix the file")
+    keep = np.ones(len(item_names), dtype=bool)
+    if skipped and on_missing == "error":
+        show = {g: [item_names[k] for k in np.flatnonzero(holes[:, i])[:5]]
+                for i, g in enumerate(grader_names) if holes[:, i].any()}
+        unp = dict((source or {}).get("unparseable", {}))
+        raise InputError(f"graders skipped items: {show} (items skipped per grader: "
+                         f"{skipped}{'; unparseable decisions ' + str(unp) if unp else ''}); "
+                         "pass --on-missing drop to drop those items for every grader, or "
+                         "--on-missing keep with --m full to judge each grader on the items "
+                         "it decided")
+    if skipped and on_missing == "drop":
+        keep = ~holes.any(axis=1)
+        if not keep.any():
+            raise InputError(f"empty test: no item was decided by every grader (of "
+                             f"{len(item_names)} items; skipped per grader {skipped}); use "
+                             "--on-missing keep with --m full, or choose --graders")
+    src = dict(source or {})
+    report = ReadReport(
+        path=str(src.get("path", "")), format=str(src.get("format", "frame")),
+        rows=int(src.get("rows", n_rows)), items_read=len(item_names),
+        items_used=int(keep.sum()), items_dropped=int((~keep).sum()),
+        skipped_by_grader=skipped, on_missing=on_missing,
+        unparseable=dict(src.get("unparseable", {})), whitespace_fixed=fixed,
+        labels_mapped=mapped)
+    arr = arr[keep]
+    items = tuple(n for n, k in zip(item_names, keep) if k)
+    return Decisions(items, tuple(grader_names), lab, tuple(map(tuple, arr.tolist())), report)
 
 
 def as_label_counts(data: LabelCounts | Decisions | Mapping[str, Mapping[str, Any]],

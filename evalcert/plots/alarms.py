@@ -35,6 +35,13 @@ def plot_minmax_curve(result: AlarmResult | MinMaxCurve, path: str | Path | None
     """Fig. 7: ``v(q)`` of every answer key, keys sorted by value; the maximum is ``T``.
 
     ``threshold`` (default: the result's ``x``) is drawn as a horizontal line.
+
+    Examples
+    --------
+    >>> from evalcert.logic import mtbench_demo
+    >>> fig = plot_minmax_curve(mtbench_demo())  # add a path to save it as PNG
+    >>> fig.axes[0].get_xlabel()
+    'answer keys (sorted by v)'
     """
     curve = _curve_of(result)
     values = np.sort(curve.values())
@@ -58,7 +65,15 @@ def plot_minmax_curve(result: AlarmResult | MinMaxCurve, path: str | Path | None
 def plot_label_curves(result: AlarmResult | MinMaxCurve,
                       path: str | Path | None = None) -> Figure:
     """Fig. 8: per label, ``min_i min(q_l, R_{l,i}) / q_l`` over the keys with ``q_l > 0``,
-    each label sorted on its own (sort orders are not comparable across labels)."""
+    each label sorted on its own (sort orders are not comparable across labels).
+
+    Examples
+    --------
+    >>> from evalcert.logic import mtbench_demo
+    >>> fig = plot_label_curves(mtbench_demo())
+    >>> len(fig.axes[0].get_lines()) >= 3  # one curve per label
+    True
+    """
     curve = _curve_of(result)
     fig = _new_figure()
     ax = fig.add_subplot()

@@ -18,7 +18,21 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from evalcert.diagnostics.experiments import CoverageSweepResult  # noqa: E402
 
-__all__ = ["plot_coverage_sweep"]
+__all__ = ["plot_coverage_sweep", "min_max_bars"]
+
+
+def min_max_bars(values: np.ndarray) -> np.ndarray:
+    """Error-bar lengths ``[mean - min, max - mean]`` of each row of ``values``, clipped at 0.
+
+    When every seed gives the same value, the mean of equal floats can exceed their
+    minimum by one rounding step, and matplotlib refuses negative bar lengths.
+
+    >>> min_max_bars(np.array([[0.1152] * 50]))
+    array([[0.],
+           [0.]])
+    """
+    mean = values.mean(axis=1)
+    return np.clip(np.vstack([mean - values.min(axis=1), values.max(axis=1) - mean]), 0, None)
 
 
 def plot_coverage_sweep(sweep: CoverageSweepResult, path: str | Path | None = None) -> Figure:
@@ -33,8 +47,7 @@ def plot_coverage_sweep(sweep: CoverageSweepResult, path: str | Path | None = No
         cov = np.array([p.mean("coverage") for p in pts])
         rmse = np.array([[r.rmse for r in p.runs] for p in pts])
         mean = rmse.mean(axis=1)
-        ax.errorbar(cov, mean, yerr=[mean - rmse.min(axis=1), rmse.max(axis=1) - mean],
-                    marker="o", capsize=3, label=regime)
+        ax.errorbar(cov, mean, yerr=min_max_bars(rmse), marker="o", capsize=3, label=regime)
     dense = sweep.points[0].dense
     ax.axhline(dense.rmse, color="k", ls="--", lw=1, label=f"dense ({dense.coverage:.0%})")
     ax.set_xlabel("training coverage")

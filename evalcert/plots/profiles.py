@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 
 from evalcert.benchmarking.metrics import PerformanceProfile
 
-__all__ = ["plot_performance_profile"]
+__all__ = ["plot_performance_profile", "plot_scaling"]
 
 
 def plot_performance_profile(profile: PerformanceProfile,
@@ -43,6 +43,28 @@ def plot_performance_profile(profile: PerformanceProfile,
                  f"({len(profile.problems)} problems)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_scaling(sizes: list[int], table: dict[str, list[float]],
+                 path: str | Path | None = None, profile: str = "default") -> Figure:
+    """Runtime against observed cells (log-log), one line per backend; failed
+    runs are left out (a gap in the line)."""
+    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for k, (backend, times) in enumerate(sorted(table.items())):
+        ax.plot(sizes, times, marker="o", lw=1.4, color=f"C{k % 10}",
+                ls="-" if k < 10 else "--", label=backend)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("observed cells")
+    ax.set_ylabel("runtime of a certified fit (s)")
+    ax.set_title(f"sparse family, profile {profile}: time against observed cells", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left", fontsize=7)
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig

@@ -1,13 +1,27 @@
 """Constrained fits with certificates: the clipped-linear model (Eq. 7), the
 Gini projection (Prop. 4.1) and the IRT estimators."""
 
-from evalcert.solvers.backends import available_backends
-from evalcert.solvers.certificates import QP, Certificate, Tolerance, qp_certificate
-from evalcert.solvers.clipped_linear import (ClippedLinear, ClippedLinearCertificate,
-                                             ClippedLinearResult)
-from evalcert.solvers.gini_dual import GiniCertificate, huber_certificate
-from evalcert.solvers.gini_projection import GiniProjectionResult, gini_projection
+import importlib
+from typing import Any
 
-__all__ = ["ClippedLinear", "ClippedLinearResult", "ClippedLinearCertificate", "Certificate",
-           "Tolerance", "QP", "qp_certificate", "available_backends", "gini_projection",
-           "GiniProjectionResult", "GiniCertificate", "huber_certificate"]
+# Imported on first use (PEP 562), so that importing a submodule such as
+# evalcert.solvers.irt or evalcert.solvers.backends does not load CVXPY.
+_PUBLIC = {"available_backends": "evalcert.solvers.backends",
+           "QP": "evalcert.solvers.certificates", "Certificate": "evalcert.solvers.certificates",
+           "Tolerance": "evalcert.solvers.certificates",
+           "qp_certificate": "evalcert.solvers.certificates",
+           "ClippedLinear": "evalcert.solvers.clipped_linear",
+           "ClippedLinearCertificate": "evalcert.solvers.clipped_linear",
+           "ClippedLinearResult": "evalcert.solvers.clipped_linear",
+           "GiniCertificate": "evalcert.solvers.gini_dual",
+           "huber_certificate": "evalcert.solvers.gini_dual",
+           "GiniProjectionResult": "evalcert.solvers.gini_projection",
+           "gini_projection": "evalcert.solvers.gini_projection"}
+
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
+    raise AttributeError(f"module 'evalcert.solvers' has no attribute {name!r}")

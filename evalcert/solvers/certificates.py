@@ -18,6 +18,34 @@ and the Lagrangian dual objective is ``r - 1/2 x'Px - u'y+ + l'y-``, so that
 the duality gap ``primal - dual = x'Px + q'x + u'y+ - l'y-`` vanishes exactly
 at a KKT point. :func:`qp_certificate` computes all of it with numpy from
 ``(P, q, A, l, u)`` and a primal/dual point, never from what a solver reports.
+
+**Suboptimality bound.** Residuals alone do not bound how far ``f(x)`` is from
+the optimum ``f*``: with weights spanning 1e-6..1e6 a residual scaled by the
+largest term hides the small-weight cells (issue 10, item 6). The certificate
+therefore also computes a *true* lower bound ``g <= f*`` from a repaired copy of
+the returned multipliers, and reports ``f(x) - f* <= f(x) - g``:
+
+1. signs: multipliers of the wrong sign on one-sided rows are set to zero, so
+   that ``y+'(Ax - u) - y-'(Ax - l) <= 0`` at every feasible ``x``;
+2. equality multipliers (free in sign) are moved by least squares to shrink
+   the stationarity residual ``e = Px + q + A'y``;
+3. variables without curvature (zero column of ``P``, e.g. the auxiliaries of
+   the all-cells box) get an exactly balanced ``e_k = 0`` by scaling down the
+   larger side of their multipliers (which keeps every sign).
+
+Weak duality gives ``f* >= min_z L(z, y)`` for the Lagrangian ``L``, and with
+``P >= diag(g)`` (``g_i = P_ii - sum_{j != i} |P_ij|``, the Gershgorin bound:
+``P - diag(g)`` is diagonally dominant, hence PSD) the minimum separates::
+
+    L(z, y) >= L(x, y) + sum_i min_{z_i in X_i} [e_i (z_i - x_i) + g_i/2 (z_i - x_i)^2]
+
+where ``X_i = [-R, R]`` and ``R`` is a radius containing an optimal point:
+the problem's own ``QP.x_bound`` when it states one (then the bound is
+rigorous), else ``4 max(1, ||x||_inf)``, recorded as *assumed* in the
+certificate. The radius only matters in directions where ``P`` has no
+curvature floor (``g_i <= 0``: auxiliaries, ``lam = 0``); elsewhere the
+quadratic term decides. The bound is computed in floating point with an
+explicit allowance for rounding (a few ulps of every term summed).
 """
 
 from __future__ import annotations
@@ -27,6 +55,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from evalcert.errors import CertificateError
 from evalcert.results import ResultMixin, format_table
@@ -52,6 +81,11 @@ class QP:
         Variables whose block of ``P`` is diagonal with a positive diagonal
         (no ``P`` entries between two of them); a solver may eliminate them
         first. A structural hint only: it never changes the problem.
+    x_bound : float, optional
+        A radius ``R`` such that some optimal ``x*`` has ``||x*||_inf <= R``
+        (for Eq. 7 with the all-cells box, ``R = 2``). Optional; when given,
+        the certificate's suboptimality bound also covers directions without
+        curvature. It must be a true statement about the problem.
     """
 
     P: sp.csc_matrix
@@ -61,6 +95,7 @@ class QP:
     u: np.ndarray
     r: float = 0.0
     eliminable: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    x_bound: float | None = None
 
     @property
     def n(self) -> int:
@@ -77,7 +112,14 @@ class QP:
 @dataclasses.dataclass(frozen=True)
 class Tolerance(ResultMixin):
     """Acceptance thresholds: a residual ``e`` of a quantity with scale ``s``
-    passes when ``e <= abs_tol + rel_tol * max(1, s)``."""
+    passes when ``e <= abs_tol + rel_tol * max(1, s)``.
+
+    Examples
+    --------
+    >>> tol = Tolerance(abs_tol=1e-8, rel_tol=1e-8)
+    >>> tol.accepts(1e-9, scale=1.0), tol.accepts(1e-6, scale=1.0), tol.accepts(1e-6, scale=1e3)
+    (True, False, True)
+    """
 
     abs_tol: float = 1e-6
     rel_tol: float = 1e-6
@@ -117,6 +159,34 @@ class Certificate(ResultMixin):
         their multipliers (which cells or extremes sit on the box).
     x, y : ndarray
         The primal and dual point the certificate is about.
+    lower_bound : float
+        A certified lower bound on the optimal value ``f*``, from the repaired
+        multipliers (module docstring); ``-inf`` when none could be proven.
+    suboptimality_bound : float
+        ``max(0, primal_objective - lower_bound)``: ``f(x) - f* <=`` this.
+    relative_suboptimality_bound : float
+        ``suboptimality_bound / |primal_objective|`` (0 when both are 0): the
+        optimum is at least ``(1 - this)`` times the reported objective.
+    radius, radius_assumed : float, bool
+        The bound holds for optima with ``||x*||_inf <= radius``. The radius is
+        the problem's own ``QP.x_bound`` (``radius_assumed=False``: the bound is
+        rigorous) or, when the problem states none, ``4 max(1, ||x||_inf)``
+        (``radius_assumed=True``; it only matters in directions where ``P``
+        has no curvature floor, and the summary says so).
+
+    Examples
+    --------
+    Minimise ``x^2/2 - 2x`` subject to ``-1 <= x <= 1``: the optimum ``x = 1`` with the
+    upper bound pushing (``y = 1``) passes; a point inside the box does not.
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))
+    >>> cert = qp_certificate(qp, np.array([1.0]), np.array([1.0]))
+    >>> cert.passed, cert.primal_objective, cert.duality_gap
+    (True, -1.5, 0.0)
+    >>> qp_certificate(qp, np.array([0.9]), np.array([1.0])).passed
+    False
     """
 
     primal_residual: float
@@ -131,17 +201,27 @@ class Certificate(ResultMixin):
     binding: list[dict[str, Any]]
     x: np.ndarray = dataclasses.field(repr=False)
     y: np.ndarray = dataclasses.field(repr=False)
+    lower_bound: float = -np.inf
+    suboptimality_bound: float = np.inf
+    relative_suboptimality_bound: float = np.inf
+    radius: float = np.inf
+    radius_assumed: bool = True
 
     def summary(self) -> str:
         rows = [("primal residual", self.primal_residual),
                 ("dual residual", self.dual_residual),
                 ("complementary slackness", self.complementary_slackness),
                 ("duality gap (abs)", self.duality_gap),
-                ("duality gap (rel)", self.relative_gap)]
+                ("duality gap (rel)", self.relative_gap),
+                ("certified lower bound on optimum", self.lower_bound),
+                ("suboptimality bound (abs)", self.suboptimality_bound),
+                ("suboptimality bound (rel)", self.relative_suboptimality_bound)]
         verdict = "PASSED" if self.passed else "FAILED"
+        note = (f"\nthe suboptimality bound assumes an optimum with ||x*||_inf <= {self.radius:.3g}"
+                " (the problem declares no radius)" if self.radius_assumed else "")
         return (f"certificate {verdict} (tolerance {self.tolerance.summary()}; "
                 f"{len(self.binding)} binding constraint group(s))\n"
-                + format_table(rows, ["quantity", "value"]))
+                + format_table(rows, ["quantity", "value"]) + note)
 
     def raise_if_failed(self, solver: str = "", status: str = "") -> None:
         """Raise :class:`CertificateError` naming the failing quantities."""
@@ -151,13 +231,97 @@ class Certificate(ResultMixin):
             f"solver {solver!r} reported {status!r} but evalcert's certificate check failed: "
             f"primal residual {self.primal_residual:.3g}, dual residual {self.dual_residual:.3g}, "
             f"complementary slackness {self.complementary_slackness:.3g}, relative duality gap "
-            f"{self.relative_gap:.3g} (tolerance {self.tolerance.summary()}); tighten the solver "
+            f"{self.relative_gap:.3g}, suboptimality bound {self.suboptimality_bound:.3g} "
+            f"(tolerance {self.tolerance.summary()}); tighten the solver "
             "tolerances or use another backend (clarabel is the most accurate)",
             solver=solver, status=status, certificate=self)
 
 
 def _inf_norm(v: np.ndarray) -> float:
     return float(np.max(np.abs(v))) if v.size else 0.0
+
+
+_EPS = float(np.finfo(float).eps)
+#: Without ``QP.x_bound`` the bound assumes an optimal point within this many
+#: times ``max(1, ||x||_inf)`` of the origin (and says so in the certificate).
+DEFAULT_RADIUS_FACTOR = 4.0
+
+
+def _repaired_multipliers(qp: QP, x: np.ndarray, y: np.ndarray, Px: np.ndarray,
+                          null: np.ndarray) -> np.ndarray:
+    """Steps 1-3 of the module docstring: a sign-feasible ``y`` with a smaller
+    stationarity residual and exact balance on variables without curvature."""
+    y = np.where(np.isfinite(qp.u), y, np.minimum(y, 0.0))
+    y = np.where(np.isfinite(qp.l), y, np.maximum(y, 0.0))
+    eq = np.flatnonzero(qp.l == qp.u)
+    A = qp.A.tocsc()
+    if eq.size:
+        resid = Px + qp.q + A.T @ y
+        A_eq = A[eq].T.tocsc()
+        if eq.size == 1:
+            col = A_eq.toarray().ravel()
+            norm = float(col @ col)
+            step = np.array([-(col @ resid) / norm]) if norm > 0 else np.zeros(1)
+        else:
+            step = spla.lsqr(A_eq, -resid, atol=1e-14, btol=1e-14, iter_lim=100)[0]
+        trial = y.copy()
+        trial[eq] += step
+        if np.linalg.norm(Px + qp.q + A.T @ trial) < np.linalg.norm(resid):
+            y = trial
+    if null.size:
+        At = A.T.tocsr()
+        for k in null:
+            lo, hi = At.indptr[k], At.indptr[k + 1]
+            rows, coef = At.indices[lo:hi], At.data[lo:hi]
+            t = coef * y[rows]
+            total = qp.q[k] + t.sum()
+            side = t > 0 if total > 0 else t < 0
+            mass = abs(float(t[side].sum()))
+            if total != 0 and mass >= abs(total):
+                y[rows[side]] *= 1.0 - abs(total) / mass
+    return y
+
+
+def _curvature_floor(P: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    """Gershgorin floors ``g`` with ``P >= diag(g)`` (minus a rounding allowance)
+    and the mask of zero columns."""
+    P = P.tocsr()
+    diag = P.diagonal()
+    absrow = np.asarray(abs(P).sum(axis=1)).ravel()
+    g = 2.0 * diag - absrow - 8.0 * _EPS * absrow * (1 + np.diff(P.indptr))
+    return g, absrow == 0
+
+
+def _coordinate_minimum(e: np.ndarray, g: np.ndarray, x: np.ndarray, radius: float) -> float:
+    """``sum_i min_{|z_i| <= radius} e_i (z_i - x_i) + max(g_i, 0)/2 (z_i - x_i)^2``
+    (each term a 1-D convex quadratic on an interval; ``-inf`` if ``x`` lies
+    outside the radius, since the radius then cannot contain the optimum)."""
+    g = np.maximum(g, 0.0)
+    if _inf_norm(x) > radius:
+        return -np.inf
+    safe = np.where(g > 0, g, 1.0)
+    d = np.where(g > 0, -e / safe, -np.sign(e) * 2.0 * radius)
+    d = np.clip(d, -radius - x, radius - x)
+    return float(np.sum(e * d + 0.5 * g * d * d))
+
+
+def _lower_bound(qp: QP, x: np.ndarray, y: np.ndarray, Px: np.ndarray, Ax: np.ndarray,
+                 primal: float) -> tuple[float, float, bool]:
+    """A lower bound on the optimum from the repaired multipliers (module
+    docstring), the radius it used, and whether that radius was assumed."""
+    g, null = _curvature_floor(qp.P)
+    y = _repaired_multipliers(qp, x, y, Px, np.flatnonzero(null))
+    e = Px + qp.q + qp.A.T @ y
+    scale = np.abs(Px) + np.abs(qp.q) + abs(qp.A.T) @ np.abs(y)
+    assumed = qp.x_bound is None
+    radius = DEFAULT_RADIUS_FACTOR * max(1.0, _inf_norm(x)) if assumed else float(qp.x_bound)
+    finite_u, finite_l = np.isfinite(qp.u), np.isfinite(qp.l)
+    terms = (np.maximum(y, 0.0) * np.where(finite_u, Ax - qp.u, 0.0)
+             - np.maximum(-y, 0.0) * np.where(finite_l, Ax - qp.l, 0.0))
+    lagrangian = primal + float(terms.sum())
+    slack = 16 * _EPS * (abs(primal) + float(np.abs(terms).sum())
+                         + float(np.abs(x) @ (scale + 1.0)) + abs(qp.r))
+    return lagrangian + _coordinate_minimum(e, g, x, radius) - slack, radius, assumed
 
 
 def qp_certificate(qp: QP, x: np.ndarray, y: np.ndarray,
@@ -209,12 +373,18 @@ def qp_certificate(qp: QP, x: np.ndarray, y: np.ndarray,
     scale_primal = max(_inf_norm(Ax), _inf_norm(np.where(finite_u, qp.u, 0.0)),
                        _inf_norm(np.where(finite_l, qp.l, 0.0)))
     scale_dual = max(_inf_norm(Px), _inf_norm(qp.q), _inf_norm(Aty))
+    lower, radius, assumed = _lower_bound(qp, x, y, Px, Ax, primal)
+    subopt = max(0.0, primal - lower)
+    rel_subopt = 0.0 if subopt == 0 else (subopt / abs(primal) if primal else np.inf)
     passed = (tolerance.accepts(primal_res, scale_primal)
               and tolerance.accepts(dual_res, scale_dual)
               and tolerance.accepts(comp, scale_dual)
-              and tolerance.accepts(abs(gap), abs(primal)))
+              and tolerance.accepts(abs(gap), abs(primal))
+              and tolerance.accepts(subopt, abs(primal)))
     return Certificate(primal_residual=primal_res, dual_residual=dual_res,
                        complementary_slackness=comp, primal_objective=primal,
                        dual_objective=dual, duality_gap=gap, relative_gap=rel_gap,
                        passed=bool(passed), tolerance=tolerance, binding=list(binding or []),
-                       x=x, y=y)
+                       x=x, y=y, lower_bound=float(lower), suboptimality_bound=float(subopt),
+                       relative_suboptimality_bound=float(rel_subopt), radius=radius,
+                       radius_assumed=assumed)

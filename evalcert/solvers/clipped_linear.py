@@ -22,21 +22,23 @@ Example
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import time
 from functools import partial
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from evalcert.data import ScoreMatrix
-from evalcert.errors import InputError, SolverError
+from evalcert.data import ScoreMatrix, bipartite_components
+from evalcert.errors import ConnectivityError, InputError, SolverError
 from evalcert.results import ResultMixin, Stopwatch, Timings, format_table
 from evalcert.solvers.backends import CVXPY_SOLVERS, check_backend
-from evalcert.solvers.backends.base import SolveSettings
+from evalcert.solvers.backends.base import CostEstimate, SolveSettings, check_cost
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
 from evalcert.solvers.clipped_linear_qp import (BOX_MODES, Design, binding_constraints,
                                                 build_qp, centre_free_aux, initial_point,
-                                                with_scores)
+                                                row_major_order, with_scores)
 
 __all__ = ["ClippedLinear", "ClippedLinearResult", "ClippedLinearCertificate"]
 
@@ -50,30 +52,65 @@ def as_score_matrix(S: Any) -> ScoreMatrix:
     return ScoreMatrix.from_array(S)
 
 
-def _count_outside_box(theta: np.ndarray, b: np.ndarray) -> int:
-    """Number of cells with ``|theta_i - b_j| > 1``, in O((K + J) log J)."""
+def _count_outside_box(theta: np.ndarray, b: np.ndarray, bounds: tuple[float, float]) -> int:
+    """Number of cells with ``theta_i - b_j`` outside ``[lo, hi]``, in O((K + J) log J)."""
+    lo, hi = bounds
     b_sorted = np.sort(b)
-    below = np.searchsorted(b_sorted, theta - 1.0, side="left")      # b_j < theta_i - 1
-    above = len(b) - np.searchsorted(b_sorted, theta + 1.0, side="right")  # b_j > theta_i + 1
+    below = len(b) - np.searchsorted(b_sorted, theta - lo, side="right")  # b_j > theta_i - lo
+    above = np.searchsorted(b_sorted, theta - hi, side="left")            # b_j < theta_i - hi
     return int(below.sum() + above.sum())
 
 
-def _check_weights(S: ScoreMatrix, sample_weight: Any) -> np.ndarray:
-    """Per-observed-cell weights (row-major), validated."""
-    obs = S.observed
+def _check_weights(S: ScoreMatrix, rows: np.ndarray, cols: np.ndarray,
+                   sample_weight: Any) -> np.ndarray:
+    """Per-observed-cell weights in the order of ``S.cells()``, validated.
+
+    ``sample_weight`` is ``None``, one weight per observed cell (shape
+    ``(n_observed,)``, the order of ``S.cells()``), or a K x J array (small
+    matrices) that must be zero off the observed cells.
+    """
+    n = len(rows)
     if sample_weight is None:
-        return np.ones(int(obs.sum()))
+        return np.ones(n)
     w = np.asarray(sample_weight, dtype=float)
-    if w.shape != S.shape:
-        raise InputError(f"sample_weight must have the shape of the scores {S.shape}; got {w.shape}")
+    if w.shape == (n,):
+        per_cell = w
+    elif w.shape == S.shape:
+        per_cell = w[rows, cols]
+    else:
+        raise InputError(f"sample_weight must have one weight per observed cell ({n},) or the "
+                         f"shape of the scores {S.shape}; got {w.shape}")
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise InputError("sample_weight must be finite and nonnegative")
-    stray = np.argwhere((w > 0) & ~obs)
-    if len(stray):
-        r, c = stray[0]
-        raise InputError(f"sample_weight is positive on {len(stray)} unobserved cell(s), e.g. "
-                         f"({S.agents[r]}, {S.items[c]}); weights may only sit on observed cells")
-    return w[obs]
+    if w.ndim == 2:
+        n_stray = int(np.count_nonzero(w > 0)) - int(np.count_nonzero(per_cell > 0))
+        if n_stray:
+            on = np.zeros(S.shape, dtype=bool)
+            on[rows, cols] = True
+            r, c = np.argwhere((w > 0) & ~on)[0]
+            raise InputError(f"sample_weight is positive on {n_stray} unobserved cell(s), e.g. "
+                             f"({S.agents[r]}, {S.items[c]}); weights may only sit on observed "
+                             "cells")
+    return np.ascontiguousarray(per_cell, dtype=float)
+
+
+def _require_connected(S: ScoreMatrix, design: Design, keep: np.ndarray) -> None:
+    """Raise :class:`ConnectivityError` unless the cells with ``keep`` connect
+    every agent and item (O(n_cells); ``S.require_connected`` when all are kept)."""
+    if keep.all():
+        S.require_connected()
+        return
+    agent_comp, item_comp = bipartite_components(design.rows[keep], design.cols[keep],
+                                                 (design.K, design.J))
+    n_comp = int(max(agent_comp.max(), item_comp.max())) + 1
+    if n_comp > 1:
+        sizes = list(zip(np.bincount(agent_comp, minlength=n_comp).tolist(),
+                         np.bincount(item_comp, minlength=n_comp).tolist()))
+        raise ConnectivityError(
+            f"the cells with positive sample_weight form a disconnected design: {n_comp} "
+            f"components of (agents, items) sizes {sizes[:10]}{'...' if n_comp > 10 else ''}; "
+            "abilities of different components are not comparable. Give weight to cells that "
+            "link them (or fit each component separately)", sizes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,34 +119,46 @@ class ClippedLinearCertificate(Certificate):
 
     lam: float = 0.0
     box: str = "all"
+    bounds: tuple[float, float] = (-1.0, 1.0)
 
     @classmethod
-    def of(cls, cert: Certificate, lam: float, box: str) -> "ClippedLinearCertificate":
-        """Attach the fit's ``lam`` and ``box`` to a generic certificate."""
+    def of(cls, cert: Certificate, lam: float, box: str,
+           bounds: tuple[float, float] = (-1.0, 1.0)) -> "ClippedLinearCertificate":
+        """Attach the fit's ``lam``, ``box`` and ``bounds`` to a generic certificate."""
         return cls(**{f.name: getattr(cert, f.name) for f in dataclasses.fields(Certificate)},
-                   lam=lam, box=box)
+                   lam=lam, box=box, bounds=bounds)
 
     def verify(self, S: ScoreMatrix, sample_weight: np.ndarray | None = None,
                tolerance: Tolerance | None = None) -> "ClippedLinearCertificate":
         """Recompute residuals and gap from ``S`` and the stored primal/dual point.
 
-        Independent of the solver: the QP is rebuilt from the scores, ``lam``
-        and ``box``. Returns the recomputed certificate; raises
-        :class:`~evalcert.errors.CertificateError` if it fails.
+        Independent of the solver: the QP is rebuilt from the observed cells
+        of ``S``, ``lam``, ``box`` and ``bounds``. Returns the recomputed
+        certificate; raises :class:`~evalcert.errors.CertificateError` if it fails.
         """
         S = as_score_matrix(S)
-        weights = _check_weights(S, sample_weight)
-        design = Design.from_mask(S.observed)
-        qp = build_qp(design, S.cells()[2], weights, self.lam, self.box)
-        if self.x.shape != (qp.n,):
+        design, scores, weights = _cells(S, sample_weight)
+        qp = build_qp(design, scores, weights, self.lam, self.box, self.bounds)
+        if self.x.shape != (qp.n,) or self.y.shape != (qp.m,):
             raise InputError(f"this certificate is for {len(self.x)} variables; the data give "
                              f"{qp.n}: it belongs to another matrix")
         cert = qp_certificate(qp, self.x, self.y, tolerance or self.tolerance,
                               binding_constraints(design, self.box, self.x, self.y,
-                                                  S.agents, S.items))
-        out = ClippedLinearCertificate.of(cert, self.lam, self.box)
+                                                  S.agents, S.items, bounds=self.bounds))
+        out = ClippedLinearCertificate.of(cert, self.lam, self.box, self.bounds)
         out.raise_if_failed(solver="verify", status="recomputed")
         return out
+
+
+def _cells(S: ScoreMatrix, sample_weight: Any) -> tuple[Design, np.ndarray, np.ndarray]:
+    """The design (row-major cells), scores and validated weights of ``S``."""
+    rows, cols, scores = S.cells()
+    weights = _check_weights(S, rows, cols, sample_weight)
+    order = row_major_order(S.shape[0], S.shape[1], rows, cols)
+    if order is not None:
+        rows, cols, scores, weights = rows[order], cols[order], scores[order], weights[order]
+    design = Design.from_cells(S.shape[0], S.shape[1], rows, cols)
+    return design, np.ascontiguousarray(scores, dtype=float), weights
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,8 +183,11 @@ class ClippedLinearResult(ResultMixin):
     n_observed : int
         Cells in the objective (positive weight).
     n_clipped : int
-        Observed-or-not cells whose prediction left [-1, 1] and was clipped
-        (only possible with ``box="none"``).
+        Observed-or-not cells whose prediction left ``bounds`` and was
+        clipped (only possible with ``box="none"``).
+    bounds : (float, float)
+        The score range (``ScoreMatrix.bounds``): the box is
+        ``lo <= theta_i - b_j <= hi``.
     """
 
     status: str
@@ -152,6 +204,7 @@ class ClippedLinearResult(ResultMixin):
     box: str
     n_observed: int
     n_clipped: int
+    bounds: tuple[float, float] = (-1.0, 1.0)
 
     def ranking(self) -> pd.DataFrame:
         """Agents sorted by ability, best first."""
@@ -168,14 +221,15 @@ class ClippedLinearResult(ResultMixin):
                  f"objective {self.objective:.10g}", f"timings: {self.timings.summary()}",
                  self.certificate.summary(), ""]
         if self.box == "none":
-            lines.append(f"{self.n_clipped} predicted cell(s) outside [-1, 1] were clipped")
+            lines.append(f"{self.n_clipped} predicted cell(s) outside {list(self.bounds)} were "
+                         "clipped")
         for g in self.certificate.binding[:10]:
             if "side" in g:
-                lines.append(f"binding {g['side']} box (theta_i - b_j = {g['bound']:+.0f}): agents "
+                lines.append(f"binding {g['side']} box (theta_i - b_j = {g['bound']:+g}): agents "
                              f"{g['agents']}, items {g['items'][:6]}{'...' if len(g['items']) > 6 else ''}"
                              f", multiplier {g['multiplier']:.4g}")
             else:
-                lines.append(f"binding cell ({g['agent']}, {g['item']}) at {g['bound']:+.0f}, "
+                lines.append(f"binding cell ({g['agent']}, {g['item']}) at {g['bound']:+g}, "
                              f"multiplier {g['multiplier']:.4g}")
         if len(self.certificate.binding) > 10:
             lines.append(f"... {len(self.certificate.binding) - 10} more binding constraints")
@@ -194,21 +248,32 @@ class ClippedLinear:
     lam : float, default 1e-6
         Ridge weight on ``||theta||^2 + ||b||^2`` (the paper's value).
     box : {"all", "observed", "none"}, default "all"
-        ``all``: ``|theta_i - b_j| <= 1`` on every cell (App. F.4), as
-        ``max theta - min b <= 1`` and ``max b - min theta <= 1``;
+        ``all``: ``lo <= theta_i - b_j <= hi`` on every cell (App. F.4), with
+        ``(lo, hi) = S.bounds`` (``|theta_i - b_j| <= 1`` for the default
+        bounds), as ``max theta - min b <= hi`` and ``max b - min theta <= -lo``;
         ``observed``: only on observed cells; ``none``: no box, predictions
         clipped afterwards (and counted in ``result_.n_clipped``).
     solver : str, default "native"
         ``native`` (evalcert's active-set method, no CVXPY), ``osqp-direct``,
         or through CVXPY ``osqp``, ``clarabel``, ``scs``, ``ecos``.
+        ``result_.solver`` says which native path ran: ``direct`` (Schur
+        complement factorisations, exact to rounding) on small designs,
+        ``pcg`` (preconditioned conjugate gradients, O(cells) per iteration)
+        on large ones.
     tolerance : Tolerance, optional
         What the certificate must meet (default abs and rel 1e-6).
     time_limit : float, default 600
+        Seconds; a solve that runs out raises
+        :class:`~evalcert.errors.SolverError` with status ``"time_limit"``.
     solver_options : dict, optional
         Passed to the solver as they are.
     require_connected : bool, default True
         Raise :class:`~evalcert.errors.ConnectivityError` on a disconnected
         design (abilities of different components are not comparable).
+        Checked on every fit (cached by the hash of the observed cells).
+    verbose : bool, default False
+        Show a progress bar (tqdm, on stderr) for iterative solves that take
+        more than a few seconds.
 
     Attributes
     ----------
@@ -219,7 +284,8 @@ class ClippedLinear:
 
     def __init__(self, lam: float = 1e-6, box: str = "all", solver: str = "native",
                  tolerance: Tolerance | None = None, time_limit: float = 600.0,
-                 solver_options: dict | None = None, require_connected: bool = True):
+                 solver_options: dict | None = None, require_connected: bool = True,
+                 verbose: bool = False):
         self.lam = lam
         self.box = box
         self.solver = solver
@@ -227,6 +293,7 @@ class ClippedLinear:
         self.time_limit = time_limit
         self.solver_options = solver_options
         self.require_connected = require_connected
+        self.verbose = verbose
         self._program = None
         self._last: tuple[str, np.ndarray, np.ndarray] | None = None
         self._structure: tuple[tuple, Any, dict] | None = None
@@ -244,99 +311,136 @@ class ClippedLinear:
             raise InputError(f"lam must be a finite number >= 0, got {self.lam!r}")
         if self.box not in BOX_MODES:
             raise InputError(f"box must be one of {BOX_MODES}, got {self.box!r}")
+        if not (isinstance(self.time_limit, (int, float)) and self.time_limit > 0):
+            raise InputError(f"time_limit must be a positive number of seconds, got "
+                             f"{self.time_limit!r}")
         check_backend(self.solver)
 
     def fit(self, S: Any, sample_weight: np.ndarray | None = None) -> "ClippedLinear":
         """Fit Eq. 7 to the observed cells of ``S``.
 
+        Everything is built from ``S.cells()``: time and memory grow with the
+        observed cells, not with K x J. The box is ``lo <= theta_i - b_j <= hi``
+        with ``(lo, hi) = S.bounds``.
+
         Parameters
         ----------
         S : ScoreMatrix, ndarray or DataFrame
-            Scores in [-1, 1], NaN = unobserved.
-        sample_weight : ndarray, shape (K, J), optional
+            Scores inside ``S.bounds``, NaN = unobserved.
+        sample_weight : ndarray, optional
             Nonnegative multiplicity of each observed cell in the objective
-            (bootstrap counts); 0 drops a cell from the objective. The
-            observation pattern, and so the compiled problem, stays that of
-            ``S``, so refits with new weights do not recompile.
+            (bootstrap counts): one per observed cell in the order of
+            ``S.cells()``, or a K x J array; 0 drops a cell from the objective.
+            The observation pattern, and so the compiled problem, stays that
+            of ``S``, so refits with new weights do not recompile.
 
         Returns
         -------
         self
         """
         self._check_params()
+        start = time.perf_counter()
         S = as_score_matrix(S)
-        weights = _check_weights(S, sample_weight)
-        if self.require_connected:
-            key = (S.shape, np.packbits(weights > 0).tobytes())
-            if key != self._connected_key:
-                used = np.zeros(S.shape, dtype=bool)
-                used[S.observed] = weights > 0
-                S.require_connected(used)
-                self._connected_key = key
         sw = Stopwatch()
-        settings = SolveSettings(tolerance=self.tolerance or Tolerance(), time_limit=self.time_limit,
-                                 options=dict(self.solver_options or {}))
         with sw("build"):
-            qp, design, scores = self._build(S, weights)
-        raw = self._solve(design, qp, scores, weights, sample_weight is not None, settings, sw)
+            design, scores, weights = _cells(S, sample_weight)
+            if self.require_connected:
+                # Checked on every fit: the key is the hash of the cell
+                # coordinates and of which cells carry weight, never the shape.
+                keep = weights > 0
+                key = (design.key, hashlib.blake2b(np.packbits(keep).tobytes()).hexdigest())
+                if key != self._connected_key:
+                    _require_connected(S, design, keep)
+                    self._connected_key = key
+            cost = check_cost(self.solver, design.K, design.J, design.n_cells, self.box)
+            self._check_time(cost, start)
+            qp = self._build(design, scores, weights, S.bounds)
+        # The time limit covers the whole fit: the solver gets what is left.
+        left = max(self.time_limit - (time.perf_counter() - start), 1e-3)
+        settings = SolveSettings(tolerance=self.tolerance or Tolerance(), time_limit=left,
+                                 options=dict(self.solver_options or {}), verbose=self.verbose)
+        raw = self._solve(design, qp, scores, weights, sample_weight is not None, S.bounds,
+                          settings, sw)
+        if not raw.ok and time.perf_counter() - start >= self.time_limit:
+            # "run time limit reached" (OSQP), "user_limit" (CVXPY), an
+            # inaccurate SCS answer: whatever the solver calls it, it expired.
+            raw = dataclasses.replace(raw, status="time_limit")
         if not raw.ok or raw.x is None or raw.y is None:
+            hint = (f"the time limit of {self.time_limit:g} s expired; raise time_limit= or "
+                    "use a faster backend (native)" if raw.status == "time_limit" else
+                    "try another backend (solver='clarabel' is the most robust)")
             raise SolverError(f"solver {self.solver!r} did not solve the clipped-linear fit: status "
-                              f"{raw.status!r} after {raw.iterations} iterations; try another "
-                              "backend (solver='clarabel' is the most robust)",
+                              f"{raw.status!r} after {raw.iterations} iterations; {hint}",
                               solver=self.solver, status=raw.status)
         with sw("certify"):
             cert = qp_certificate(qp, raw.x, raw.y, settings.tolerance,
                                   binding_constraints(design, self.box, raw.x, raw.y,
-                                                      S.agents, S.items))
-            cert = ClippedLinearCertificate.of(cert, float(self.lam), self.box)
+                                                      S.agents, S.items, bounds=S.bounds))
+            cert = ClippedLinearCertificate.of(cert, float(self.lam), self.box, S.bounds)
         cert.raise_if_failed(solver=self.solver, status=raw.status)
         K, J = design.K, design.J
         theta, b = raw.x[:K].copy(), raw.x[K:K + J].copy()
         self._last = (design.key, raw.x, raw.y)
         self.theta_, self.b_ = theta, b
         self.agents_, self.items_ = S.agents, S.items
+        self.bounds_ = S.bounds
         self.result_ = ClippedLinearResult(
-            status=raw.status, objective=cert.primal_objective, solver=self.solver,
+            status=raw.status, objective=cert.primal_objective,
+            solver=self.solver if not raw.path else f"{self.solver} ({raw.path})",
             iterations=raw.iterations, timings=sw.timings(), certificate=cert, theta=theta, b=b,
             agents=S.agents, items=S.items, lam=float(self.lam), box=self.box,
-            n_observed=int((weights > 0).sum()),
-            n_clipped=_count_outside_box(theta, b) if self.box == "none" else 0)
+            n_observed=int(np.count_nonzero(weights > 0)),
+            n_clipped=_count_outside_box(theta, b, S.bounds) if self.box == "none" else 0,
+            bounds=S.bounds)
         return self
 
-    def _build(self, S: ScoreMatrix, weights: np.ndarray):
-        """The QP of this fit; on a refit with the same design, weights and
-        ``lam`` only ``q`` and ``r`` are recomputed (``P`` and ``A`` are kept,
-        and so are the native solver's factorisations)."""
-        rows, cols, scores = S.cells()
-        key = (S.shape, rows.tobytes(), cols.tobytes(), weights.tobytes(), float(self.lam),
-               self.box)
-        if self._structure is not None and self._structure[0] == key:
-            _, (design, qp), _ = self._structure
-            qp = with_scores(qp, design, scores, weights)
-        else:
-            design = Design.from_cells(S.shape[0], S.shape[1], rows, cols)
-            qp = build_qp(design, scores, weights, float(self.lam), self.box)
-            self._structure = (key, (design, qp), {})
-        return qp, design, scores
+    def _check_time(self, cost: CostEstimate, start: float) -> None:
+        """Refuse up front a fit estimated to take more than twice its time
+        limit (a compilation or a factorisation cannot be interrupted)."""
+        left = self.time_limit - (time.perf_counter() - start)
+        if cost.seconds > 2.0 * left:
+            raise SolverError(
+                f"solver {self.solver!r} is estimated to need ~{cost.seconds:.3g} s for this fit, "
+                f"more than the time limit allows ({self.time_limit:g} s); raise time_limit="
+                + ("" if self.solver == "native" else
+                   " or use solver='native' (its steps cost O(observed cells))"),
+                solver=self.solver, status="time_limit")
 
-    def _solve(self, design, qp, scores, weights, weighted, settings, sw):
+    def _build(self, design: Design, scores: np.ndarray, weights: np.ndarray,
+               bounds: tuple[float, float]):
+        """The QP of this fit; on a refit with the same design, weights, bounds
+        and ``lam`` only ``q`` and ``r`` are recomputed (``P`` and ``A`` are
+        kept, and so are the solvers' factorisations)."""
+        key = (design.key, hashlib.blake2b(memoryview(weights)).hexdigest(), float(self.lam),
+               self.box, bounds)
+        if self._structure is not None and self._structure[0] == key:
+            _, qp, _ = self._structure
+            return with_scores(qp, design, scores, weights)
+        qp = build_qp(design, scores, weights, float(self.lam), self.box, bounds)
+        self._structure = (key, qp, {})
+        return qp
+
+    def _solve(self, design, qp, scores, weights, weighted, bounds, settings, sw):
         warm = (self._last is not None and self._last[0] == design.key
-                and len(self._last[1]) == qp.n and settings.warm_start)
+                and len(self._last[1]) == qp.n and len(self._last[2]) == qp.m
+                and settings.warm_start)
         x0 = self._last[1] if warm else None
         y0 = self._last[2] if warm else None
         if self.solver in CVXPY_SOLVERS:
             from evalcert.solvers.backends.cvxpy_ import ClippedLinearProgram
             prog = self._program
             if prog is None or prog.design.key != design.key or prog.box != self.box \
-                    or prog.weighted != weighted:
+                    or prog.weighted != weighted or prog.bounds != bounds:
                 with sw("build"):
-                    prog = self._program = ClippedLinearProgram(design, self.box, weighted)
+                    prog = self._program = ClippedLinearProgram(design, self.box, weighted,
+                                                                bounds)
             raw = prog.solve(scores, weights, float(self.lam), self.solver, settings)
         elif self.solver == "native":
             from evalcert.solvers.backends import native
-            cold = initial_point(design, np.zeros(design.K), np.zeros(design.J), self.box)
+            cold = initial_point(design, np.zeros(design.K), np.zeros(design.J), self.box,
+                                 bounds)
             solve = partial(native.solve, qp, settings,
-                            complete=partial(centre_free_aux, design, self.box),
+                            complete=partial(centre_free_aux, design, self.box, bounds=bounds),
                             cache=self._structure[2])
             raw = solve(x0=cold if x0 is None else x0, y0=y0)
             if raw.status == "cycling" and x0 is not None:
@@ -352,8 +456,12 @@ class ClippedLinear:
         return raw
 
     def predict(self) -> np.ndarray:
-        """The full K x J matrix ``theta_i - b_j`` (clipped to [-1, 1] for ``box="none"``)."""
+        """The full K x J matrix ``theta_i - b_j`` (clipped to ``S.bounds`` for
+        ``box="none"``). Dense: for large designs use ``theta_`` and ``b_``."""
         if not hasattr(self, "theta_"):
             raise InputError("this ClippedLinear is not fitted yet; call fit(S) first")
+        from evalcert.memory import estimate_bytes, require_memory
+        require_memory(estimate_bytes((len(self.theta_), len(self.b_))), "predict()'s dense "
+                       "K x J matrix", "use theta_[i] - b_[j] for the cells you need")
         pred = self.theta_[:, None] - self.b_[None, :]
-        return np.clip(pred, -1.0, 1.0) if self.box == "none" else pred
+        return np.clip(pred, *self.bounds_) if self.box == "none" else pred

@@ -22,6 +22,7 @@ where ``D`` has one row ``e_i - e_{K+j}`` per observed cell. Constraints:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from typing import Any, Literal
 
@@ -32,9 +33,10 @@ from evalcert.errors import InputError
 from evalcert.solvers.certificates import QP
 
 __all__ = ["Design", "BOX_MODES", "build_qp", "with_scores", "binding_constraints",
-           "initial_point", "centre_free_aux"]
+           "initial_point", "centre_free_aux", "hessian", "row_major_order"]
 
 Box = Literal["all", "observed", "none"]
+Bounds = tuple[float, float]
 BOX_MODES = ("all", "observed", "none")
 
 
@@ -42,14 +44,14 @@ BOX_MODES = ("all", "observed", "none")
 class Design:
     """The observation pattern of a fit: which cells enter the objective.
 
+    Built from the observed cells only: nothing here is K x J.
+
     Attributes
     ----------
     K, J : int
         Numbers of agents and items.
-    rows, cols : ndarray of int
-        Observed cells (row-major order).
-    D : scipy.sparse.csr_matrix, shape (n_cells, K + J)
-        One row ``e_i - e_{K+j}`` per cell.
+    rows, cols : ndarray of int64
+        Observed cells in row-major order, no repeats.
     key : str
         Hash of ``(K, J, rows, cols)``; equal keys mean the same pattern.
     """
@@ -58,52 +60,117 @@ class Design:
     J: int
     rows: np.ndarray
     cols: np.ndarray
-    D: sp.csr_matrix
     key: str
 
     @classmethod
     def from_mask(cls, mask: np.ndarray) -> "Design":
-        """The design of the True cells of a boolean K x J mask."""
+        """The design of the True cells of a boolean K x J mask (small matrices)."""
         rows, cols = np.nonzero(mask)
         return cls.from_cells(mask.shape[0], mask.shape[1], rows, cols)
 
     @classmethod
     def from_cells(cls, K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> "Design":
-        """The design of cells ``(rows[k], cols[k])`` (row-major order, no repeats)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
-        n = len(rows)
-        D = sp.csr_matrix((np.r_[np.ones(n), -np.ones(n)],
-                           (np.r_[np.arange(n), np.arange(n)], np.r_[rows, K + cols])),
-                          shape=(n, K + J))
-        digest = hashlib.sha1(np.asarray([K, J], dtype=np.int64).tobytes()
-                              + rows.astype(np.int64).tobytes()
-                              + cols.astype(np.int64).tobytes()).hexdigest()
-        return cls(K, J, rows, cols, D, digest)
+        """The design of cells ``(rows[k], cols[k])`` (row-major order, no repeats;
+        see :func:`row_major_order` to sort cells given in another order)."""
+        rows = np.ascontiguousarray(rows, dtype=np.int64)
+        cols = np.ascontiguousarray(cols, dtype=np.int64)
+        digest = hashlib.blake2b(np.asarray([K, J], dtype=np.int64).tobytes(), digest_size=20)
+        digest.update(memoryview(rows))
+        digest.update(memoryview(cols))
+        return cls(int(K), int(J), rows, cols, digest.hexdigest())
 
     @property
     def n_cells(self) -> int:
         return len(self.rows)
+
+    @functools.cached_property
+    def D(self) -> sp.csr_matrix:
+        """The cell-difference matrix, shape ``(n_cells, K + J)``: one row
+        ``e_i - e_{K+j}`` per cell (built on first use, O(n_cells))."""
+        n = self.n_cells
+        indices = np.empty(2 * n, dtype=np.int64)
+        indices[0::2], indices[1::2] = self.rows, self.K + self.cols
+        data = np.tile(np.array([1.0, -1.0]), n)
+        return sp.csr_matrix((data, indices, np.arange(0, 2 * n + 1, 2)),
+                             shape=(n, self.K + self.J))
+
+    def column_major(self) -> np.ndarray:
+        """Permutation listing the cells column by column (rows ascending)."""
+        n = self.n_cells
+        perm = sp.csr_matrix((np.arange(1, n + 1, dtype=float), self.cols,
+                              np.r_[0, np.cumsum(np.bincount(self.rows, minlength=self.K))]),
+                             shape=(self.K, self.J)).tocsc()
+        return (perm.data - 1).astype(np.int64)
+
+
+def row_major_order(K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
+    """``None`` if the cells are in strict row-major order, else the sorting permutation."""
+    flat = np.asarray(rows, dtype=np.int64) * J + np.asarray(cols, dtype=np.int64)
+    if len(flat) < 2 or bool(np.all(flat[1:] > flat[:-1])):
+        return None
+    return np.argsort(flat, kind="stable")
+
+
+def hessian(design: Design, weights: np.ndarray, lam: float, n_extra: int = 0) -> sp.csc_matrix:
+    """``P = 2 (D'WD + lam I)`` (padded with ``n_extra`` zero rows/columns) in O(n_cells).
+
+    ``D'WD`` is the weighted Laplacian of the bipartite agent-item graph: the
+    diagonal holds each agent's and item's total weight and the off-diagonal
+    blocks ``-w_ij``. The CSC arrays are written directly (sorted indices,
+    zero weights kept as explicit entries so the pattern depends on the design
+    only), with no sparse product and no sort.
+    """
+    K, J, n = design.K, design.J, design.n_cells
+    rows, cols = design.rows, design.cols
+    w = np.asarray(weights, dtype=float)
+    deg_r = np.bincount(rows, minlength=K)
+    deg_c = np.bincount(cols, minlength=J)
+    nnz = 2 * n + K + J
+    itype = np.int32 if nnz < 2 ** 31 - 1 and K + J + n_extra < 2 ** 31 - 1 else np.int64
+    data = np.empty(nnz)
+    indices = np.empty(nnz, dtype=itype)
+    start_r = np.r_[0, np.cumsum(deg_r)[:-1]]
+    diag_a = start_r + np.arange(K)
+    data[diag_a] = 2.0 * (np.bincount(rows, weights=w, minlength=K) + lam)
+    indices[diag_a] = np.arange(K)
+    pos = np.arange(n) + rows + 1
+    data[pos] = -2.0 * w
+    indices[pos] = K + cols
+    del pos
+    perm = design.column_major()
+    base = n + K
+    pos = base + np.arange(n) + cols[perm]
+    data[pos] = -2.0 * w[perm]
+    indices[pos] = rows[perm]
+    del pos, perm
+    diag_b = base + np.cumsum(deg_c) + np.arange(J)
+    data[diag_b] = 2.0 * (np.bincount(cols, weights=w, minlength=J) + lam)
+    indices[diag_b] = K + np.arange(J)
+    indptr = np.r_[0, np.cumsum(np.r_[deg_r + 1, deg_c + 1, np.zeros(n_extra, dtype=np.int64)])]
+    size = K + J + n_extra
+    return sp.csc_matrix((data, indices, indptr.astype(itype)), shape=(size, size))
 
 
 def n_aux(box: str) -> int:
     return 2 if box == "all" else 0
 
 
-def _constraints(design: Design, box: str) -> tuple[sp.csc_matrix, np.ndarray, np.ndarray]:
+def _constraints(design: Design, box: str, bounds: Bounds) -> tuple[sp.csc_matrix, np.ndarray,
+                                                                     np.ndarray]:
     K, J = design.K, design.J
+    lo, hi = bounds
     n = K + J + n_aux(box)
     gauge = sp.csr_matrix((np.ones(J), (np.zeros(J, dtype=int), K + np.arange(J))), shape=(1, n))
     blocks = [gauge]
     lower = [np.zeros(1)]
     upper = [np.zeros(1)]
     if box == "all":
-        hi, lo = K + J, K + J + 1
+        c_hi, c_lo = K + J, K + J + 1
         eye = sp.identity(K + J, format="csr")
-        for aux, lb, ub in ((hi, np.r_[np.full(K, -np.inf), np.full(J, -1.0)],
+        for aux, lb, ub in ((c_hi, np.r_[np.full(K, -np.inf), np.full(J, -hi)],
                              np.r_[np.zeros(K), np.full(J, np.inf)]),
-                            (lo, np.r_[np.zeros(K), np.full(J, -np.inf)],
-                             np.r_[np.full(K, np.inf), np.ones(J)])):
+                            (c_lo, np.r_[np.zeros(K), np.full(J, -np.inf)],
+                             np.r_[np.full(K, np.inf), np.full(J, -lo)])):
             col = sp.csr_matrix((-np.ones(K + J), (np.arange(K + J), np.full(K + J, aux))),
                                 shape=(K + J, n))
             blocks.append(sp.hstack([eye, sp.csr_matrix((K + J, 2))]).tocsr() + col)
@@ -111,8 +178,8 @@ def _constraints(design: Design, box: str) -> tuple[sp.csc_matrix, np.ndarray, n
             upper.append(ub)
     elif box == "observed":
         blocks.append(design.D)
-        lower.append(-np.ones(design.n_cells))
-        upper.append(np.ones(design.n_cells))
+        lower.append(np.full(design.n_cells, lo))
+        upper.append(np.full(design.n_cells, hi))
     elif box != "none":
         raise InputError(f"box must be one of {BOX_MODES}, got {box!r}")
     A = sp.vstack(blocks).tocsc()
@@ -120,8 +187,10 @@ def _constraints(design: Design, box: str) -> tuple[sp.csc_matrix, np.ndarray, n
 
 
 def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float,
-             box: Box) -> QP:
+             box: Box, bounds: Bounds = (-1.0, 1.0)) -> QP:
     """The QP of Eq. 7 for ``design`` with cell ``scores`` and ``weights``.
+
+    Costs O(n_cells + K + J) time and memory (see :func:`hessian`).
 
     Parameters
     ----------
@@ -130,15 +199,13 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     lam : float
         Ridge weight (``>= 0``).
     box : {"all", "observed", "none"}
+    bounds : (float, float)
+        The box is ``lo <= theta_i - b_j <= hi`` (``ScoreMatrix.bounds``;
+        ``(-1, 1)`` is Eq. 7's ``|theta_i - b_j| <= 1``).
     """
     K, J = design.K, design.J
-    k = n_aux(box)
-    DtW = design.D.T.multiply(weights).tocsr()
-    H = (DtW @ design.D).tocsc()
-    ridge = sp.identity(K + J, format="csc") * lam
-    P = sp.block_diag([2.0 * (H + ridge), sp.csc_matrix((k, k))], format="csc") if k \
-        else (2.0 * (H + ridge)).tocsc()
-    A, l, u = _constraints(design, box)
+    P = hessian(design, weights, lam, n_aux(box))
+    A, l, u = _constraints(design, box, bounds)
     # The difficulties' block of P is diagonal, 2 (sum_i w_ij + lam), positive
     # when every item carries weight or lam > 0: a solver may eliminate it
     # first. Not with the observed-cells box, whose active cell rows share
@@ -154,24 +221,29 @@ def with_scores(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray)
     """``qp`` with the data terms of new ``scores``: ``q = -2 D'(w s)`` (zero on
     the auxiliaries) and ``r = s'Ws``. ``P`` and ``A`` do not depend on the
     scores, so a refit on the same design and weights only changes these."""
+    K, J = design.K, design.J
+    ws = weights * scores
     q = np.zeros(qp.n)
-    q[:design.K + design.J] = -2.0 * (design.D.T @ (weights * scores))
-    return dataclasses.replace(qp, q=q, r=float(np.sum(weights * scores ** 2)))
+    q[:K] = -2.0 * np.bincount(design.rows, weights=ws, minlength=K)
+    q[K:K + J] = 2.0 * np.bincount(design.cols, weights=ws, minlength=J)
+    return dataclasses.replace(qp, q=q, r=float(ws @ scores))
 
 
-def initial_point(design: Design, theta: np.ndarray, b: np.ndarray, box: str) -> np.ndarray:
+def initial_point(design: Design, theta: np.ndarray, b: np.ndarray, box: str,
+                  bounds: Bounds = (-1.0, 1.0)) -> np.ndarray:
     """Complete ``(theta, b)`` with auxiliary values (``c_hi, c_lo``) for ``box``."""
     x = np.r_[theta, b, np.zeros(n_aux(box))]
-    return centre_free_aux(design, box, x, np.zeros(1))
+    return centre_free_aux(design, box, x, np.zeros(1), bounds)
 
 
-def centre_free_aux(design: Design, box: str, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def centre_free_aux(design: Design, box: str, x: np.ndarray, y: np.ndarray,
+                    bounds: Bounds = (-1.0, 1.0)) -> np.ndarray:
     """Move each auxiliary whose rows carry no multiplier to the middle of its
     feasible interval.
 
     An auxiliary with no active row is not pinned by the KKT system, and any
-    value in ``[max theta, min b + 1]`` (for ``c_hi``) or
-    ``[max b - 1, min theta]`` (for ``c_lo``) is optimal. The midpoint keeps an
+    value in ``[max theta, min b + hi]`` (for ``c_hi``) or
+    ``[max b + lo, min theta]`` (for ``c_lo``) is optimal. The midpoint keeps an
     active-set method from switching rows on because of an arbitrary value;
     when the interval is empty the midpoint violates both sides, so both
     extremes enter the active set together.
@@ -179,50 +251,54 @@ def centre_free_aux(design: Design, box: str, x: np.ndarray, y: np.ndarray) -> n
     if box != "all":
         return x
     K, J = design.K, design.J
+    lo, hi = bounds
     x = x.copy()
     theta, b = x[:K], x[K:K + J]
     y = np.zeros(1 + 2 * (K + J)) if y.shape[0] == 1 else y
     if not np.any(y[1:1 + K + J]):
-        x[K + J] = 0.5 * (theta.max() + b.min() + 1.0)
+        x[K + J] = 0.5 * (theta.max() + b.min() + hi)
     if not np.any(y[1 + K + J:]):
-        x[K + J + 1] = 0.5 * (b.max() - 1.0 + theta.min())
+        x[K + J + 1] = 0.5 * (b.max() + lo + theta.min())
     return x
 
 
 def binding_constraints(design: Design, box: str, x: np.ndarray, y: np.ndarray,
                         agents: tuple[str, ...], items: tuple[str, ...],
-                        tol: float = 1e-6) -> list[dict[str, Any]]:
+                        tol: float = 1e-6, bounds: Bounds = (-1.0, 1.0)
+                        ) -> list[dict[str, Any]]:
     """Describe which box constraints bind at ``x`` and their multipliers.
 
     For ``box="all"`` two groups at most: ``upper`` (agents at max theta and
-    items at min b with ``theta_i - b_j = 1``) and ``lower``
-    (``theta_i - b_j = -1``), each with the per-agent and per-item multipliers
+    items at min b with ``theta_i - b_j = hi``) and ``lower``
+    (``theta_i - b_j = lo``), each with the per-agent and per-item multipliers
     and the cells on the box. For ``box="observed"``, one entry per observed
-    cell on ``+1`` or ``-1``.
+    cell on ``hi`` or ``lo``. O(K + J + n_cells).
     """
     K, J = design.K, design.J
+    lo, hi = bounds
+    scale = max(1.0, hi - lo)
     theta, b = x[:K], x[K:K + J]
     out: list[dict[str, Any]] = []
     if box == "all":
-        for side, agent_rows, item_rows, sign in (("upper", 1, 1 + K, 1.0),
-                                                  ("lower", 1 + K + J, 1 + 2 * K + J, -1.0)):
-            t_ext = theta.max() if sign > 0 else theta.min()
-            b_ext = b.min() if sign > 0 else b.max()
-            if abs(sign * (t_ext - b_ext) - 1.0) > tol:
+        for side, agent_rows, item_rows, bound in (("upper", 1, 1 + K, hi),
+                                                   ("lower", 1 + K + J, 1 + 2 * K + J, lo)):
+            t_ext = theta.max() if side == "upper" else theta.min()
+            b_ext = b.min() if side == "upper" else b.max()
+            if abs(t_ext - b_ext - bound) > tol * scale:
                 continue
-            ags = np.flatnonzero(np.abs(theta - t_ext) <= tol)
-            its = np.flatnonzero(np.abs(b - b_ext) <= tol)
+            ags = np.flatnonzero(np.abs(theta - t_ext) <= tol * scale)
+            its = np.flatnonzero(np.abs(b - b_ext) <= tol * scale)
             mu_a = np.abs(y[agent_rows + ags])
             mu_i = np.abs(y[item_rows + its])
-            out.append({"side": side, "bound": sign,
+            out.append({"side": side, "bound": float(bound),
                         "agents": [agents[a] for a in ags], "agent_multipliers": mu_a,
                         "items": [items[i] for i in its], "item_multipliers": mu_i,
                         "multiplier": float(mu_a.sum()),
                         "n_cells": int(len(ags) * len(its))})
     elif box == "observed":
         pred = theta[design.rows] - b[design.cols]
-        on_box = np.flatnonzero(np.abs(np.abs(pred) - 1.0) <= tol)
-        for c in on_box:
+        at_hi = np.abs(pred - hi) <= tol * scale
+        for c in np.flatnonzero(at_hi | (np.abs(pred - lo) <= tol * scale)):
             out.append({"agent": agents[design.rows[c]], "item": items[design.cols[c]],
-                        "bound": float(np.sign(pred[c])), "multiplier": float(abs(y[1 + c]))})
+                        "bound": float(hi if at_hi[c] else lo), "multiplier": float(abs(y[1 + c]))})
     return out

@@ -1,10 +1,11 @@
 """The naive formulation of Eq. 7: one CVXPY box constraint per cell.
 
 It is the reference the fast formulations are checked and timed against
-(tests and ``benchmarks/bench_clipped_linear.py``): ``|theta_i - b_j| <= 1``
-written for every one of the K x J cells (``box="all"``) or every observed cell
-(``box="observed"``), with the objective as ``sum_squares(D x - s)``. It builds
-2 K J constraint rows, so keep it to matrices that fit in memory.
+(tests and ``benchmarks/bench_clipped_linear.py``): ``lo <= theta_i - b_j <= hi``
+(``S.bounds``; ``|theta_i - b_j| <= 1`` by default) written for every one of
+the K x J cells (``box="all"``) or every observed cell (``box="observed"``),
+with the objective as ``sum_squares(D x - s)``. It builds 2 K J constraint
+rows, so keep it to matrices that fit in memory.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def naive_clipped_linear(S: ScoreMatrix, lam: float = 1e-6, box: str = "all",
     comparison only.
     """
     K, J = S.shape
+    lo, hi = S.bounds
     rows, cols, s = S.cells()
     theta, b = cp.Variable(K), cp.Variable(J)
     pred_obs = theta[rows] - b[cols]
@@ -40,9 +42,9 @@ def naive_clipped_linear(S: ScoreMatrix, lam: float = 1e-6, box: str = "all",
     if box == "all":
         full = cp.reshape(theta, (K, 1), order="F") @ np.ones((1, J)) \
             - np.ones((K, 1)) @ cp.reshape(b, (1, J), order="F")
-        cons += [full <= 1, full >= -1]
+        cons += [full <= hi, full >= lo]
     elif box == "observed":
-        cons += [pred_obs <= 1, pred_obs >= -1]
+        cons += [pred_obs <= hi, pred_obs >= lo]
     start = time.perf_counter()
     problem = cp.Problem(cp.Minimize(obj), cons)
     problem.solve(solver=CVXPY_SOLVERS[solver][0], **solver_options(solver, settings))

@@ -110,3 +110,70 @@ def test_table1_identity_median_exact_for_other_seeds():
     S = read_scores(require_shared(f"{TVD}/derived/pubmed_200_S_directional.csv"))
     assert {curl_test(S, ("identity",), seed=s).median_exact for s in (1, 2, 3)} == {
         Fraction(15, 116)}
+
+
+# ------------------------------------------------------ on cells (issue 13, item 3)
+import itertools  # noqa: E402
+
+from scipy.stats import chisquare  # noqa: E402
+
+from evalcert.diagnostics import curl as curl_module  # noqa: E402
+
+
+def _grouped_design(groups=200, size=10, items_per_group=50, seed=0):
+    """0.1% coverage: every item is judged by 2 of the 10 agents of its group."""
+    rng = np.random.default_rng(seed)
+    rows, cols = [], []
+    for g in range(groups):
+        for k in range(items_per_group):
+            pair = g * size + rng.choice(size, 2, replace=False)
+            rows += pair.tolist()
+            cols += [g * items_per_group + k] * 2
+    K, J = groups * size, groups * items_per_group
+    scores = rng.uniform(-1, 1, len(rows))
+    return ScoreMatrix.from_cells(rows, cols, scores, [f"a{k}" for k in range(K)],
+                                  [f"q{j}" for j in range(J)])
+
+
+def test_curl_finds_rectangles_at_0_1_percent_coverage():
+    S = _grouped_design()
+    assert S.coverage == pytest.approx(0.001)
+    cells = curl_module._Cells.of(S)
+    # four uniform random corners are all observed once in ~10^12 draws: the old sampler fails
+    assert curl_module._uniform_draws(cells, 200, np.random.default_rng(0)) is None
+    res = curl_test(S, n_rectangles=500, seed=0)
+    i, ip, j, jp = res.rectangles.T
+    assert len(res.rectangles) == 500 and np.all(i != ip) and np.all(j != jp)
+    for a, b in ((i, j), (ip, j), (i, jp), (ip, jp)):
+        assert cells.find(a, b)[0].all()
+    assert "values" not in S.__dict__ and "observed" not in S.__dict__   # never densified
+    again = curl_test(S, n_rectangles=500, seed=0)
+    np.testing.assert_array_equal(res.rectangles, again.rectangles)
+
+
+def test_sparse_rectangles_are_uniform_over_complete_rectangles():
+    rng = np.random.default_rng(4)
+    obs = rng.random((7, 10)) < 0.42                     # sparse: the wedge sampler runs
+    assert obs.mean() < 0.5
+    complete = [(a, b, c, d) for a, b in itertools.permutations(range(7), 2)
+                for c, d in itertools.permutations(range(10), 2)
+                if obs[a, c] and obs[b, c] and obs[a, d] and obs[b, d]]
+    assert len(complete) >= 20
+    rect = sample_rectangles(obs, 40 * len(complete), seed=1)
+    index = {r: k for k, r in enumerate(complete)}
+    counts = np.bincount([index[tuple(r)] for r in rect.tolist()], minlength=len(complete))
+    assert chisquare(counts).pvalue > 1e-3              # brute-force enumeration as reference
+
+
+def test_bootstrap_resample_on_cells_equals_the_dense_resample():
+    rng = np.random.default_rng(2)
+    v = np.where(rng.random((7, 9)) < 0.6, rng.uniform(-1, 1, (7, 9)), np.nan)
+    v[:, 0] = v[0, :] = 0.5
+    S = ScoreMatrix.from_array(v)
+    pick_r, pick_c = rng.integers(0, 7, 7), rng.integers(0, 9, 9)
+    sub = curl_module._resample(curl_module._Cells.of(S), pick_r, pick_c)
+    dense = v[np.ix_(pick_r, pick_c)]
+    r, c = np.nonzero(~np.isnan(dense))
+    np.testing.assert_array_equal(sub.rows, r)
+    np.testing.assert_array_equal(sub.cols, c)
+    np.testing.assert_array_equal(sub.scores, dense[r, c])

@@ -11,7 +11,6 @@ from hypothesis import given, settings, strategies as st
 from evalcert.logic import (alarm, alarm_threshold, best_correct, best_min_accuracy_ilp,
                             consistent_ilp, iter_evaluations, iter_qcomplex, key_value,
                             label_counts, minmax_curve, mtbench_demo)
-from evalcert.logic.pairs import _ratios_up_to
 
 MT = {"authors": {"a": 5, "b": 10, "tie": 10}, "gpt4": {"a": 4, "b": 18, "tie": 3}}
 
@@ -86,7 +85,8 @@ def test_closed_form_equals_ilp(inst, data):
     assert best_min_accuracy_ilp(counts, key).value == key_value(counts, key)
     t = alarm_threshold(counts)
     assert not consistent_ilp(counts, threshold=t).feasible
-    below = _ratios_up_to(counts.n_items, t)
+    below = sorted({Fraction(k, n) for n in range(1, counts.n_items + 1) for k in range(n + 1)
+                    if Fraction(k, n) <= t})
     if len(below) > 1:
         res = consistent_ilp(counts, threshold=below[-2])
         assert res.feasible and key_value(counts, res.key) == t

@@ -64,7 +64,7 @@ def test_missing_columns_and_unreadable_files(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(InputError, match="cannot read"):
         read_label_counts(bad)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="no such file"):
         read_decisions(tmp_path / "absent.csv")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -59,3 +61,123 @@ def test_lower_bound_multiplier_is_negative():
     raw = native.solve(qp)
     assert raw.x[0] == pytest.approx(0) and raw.y[0] == pytest.approx(-1)
     assert qp_certificate(qp, raw.x, raw.y).passed
+
+
+# --- suboptimality bound (issue 10, item 6) -----------------------------------------------------
+
+def test_bound_is_zero_at_the_known_optimum_and_covers_a_suboptimal_point():
+    f_star = KNOWN.objective(X_STAR)
+    c = qp_certificate(KNOWN, X_STAR, Y_STAR)
+    assert c.lower_bound <= f_star and c.suboptimality_bound < 1e-12
+    x = np.array([0.1, 0.9])                         # feasible, not optimal
+    c = qp_certificate(KNOWN, x, Y_STAR)
+    assert c.suboptimality_bound >= KNOWN.objective(x) - f_star > 1e-3
+    assert c.relative_suboptimality_bound == pytest.approx(
+        c.suboptimality_bound / abs(KNOWN.objective(x)))
+    assert "suboptimality bound (abs)" in c.summary()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_lower_bound_never_exceeds_the_optimum_for_any_multipliers(seed):
+    # Weak duality after the repair: for *any* y (wrong signs, wrong sizes) and
+    # any x inside the declared radius, lower_bound <= f*.
+    rng = np.random.default_rng(seed)
+    qp = dataclasses.replace(KNOWN, x_bound=10.0)
+    x = X_STAR + rng.normal(0, 10.0 ** rng.uniform(-8, 0), 2)
+    y = Y_STAR * rng.choice([-1.0, 1.0], 2) + rng.normal(0, 10.0 ** rng.uniform(-8, 1), 2)
+    c = qp_certificate(qp, x, y)
+    assert c.lower_bound <= KNOWN.objective(X_STAR) + 1e-15
+    assert not c.radius_assumed and c.radius == 10.0
+
+
+def test_auxiliary_without_curvature_is_balanced_not_unbounded():
+    # min 1/2 x^2 - 2x + 0*c  s.t.  x - c <= 0,  c <= 1: x* = c* = 1, y = (1, 1).
+    # c has no curvature; a slightly unbalanced multiplier must still give a bound.
+    qp = QP(sp.csc_matrix(np.diag([1.0, 0.0])), np.array([-2.0, 0.0]),
+            sp.csc_matrix(np.array([[1.0, -1.0], [0.0, 1.0]])), np.array([-np.inf, -np.inf]),
+            np.array([0.0, 1.0]), x_bound=5.0)
+    c = qp_certificate(qp, np.array([1.0, 1.0]), np.array([1.0, 1.0 + 1e-7]))
+    assert np.isfinite(c.lower_bound) and c.lower_bound <= -1.5 + 1e-15
+    assert c.suboptimality_bound < 1e-6
+
+
+def _badly_scaled(seed):
+    """15 x 16 scores with weights spanning 1e-6..1e6: the heavy cells are fit
+    exactly, so the optimum is made of the light cells only (the case where a
+    residual scaled by the largest weight hides them)."""
+    rng = np.random.default_rng(seed)
+    theta, b = rng.uniform(-0.5, 0.5, 15), rng.uniform(-0.5, 0.5, 16)
+    W = 10.0 ** rng.uniform(-6, 6, (15, 16))
+    noise = np.where(W < 1, rng.normal(0, 1, W.shape), 0.0) * 10.0 ** rng.uniform(-3, 3)
+    return np.clip(theta[:, None] - b[None, :] + noise, -1, 1), W
+
+
+def _reference_optimum(S, W, lam, box):
+    """The optimum of an independent per-cell formulation, Clarabel at 1e-12."""
+    import cvxpy as cp
+
+    K, J = S.shape
+    theta, b = cp.Variable(K), cp.Variable(J)
+    pred = cp.reshape(theta, (K, 1), order="C") @ np.ones((1, J)) \
+        - np.ones((K, 1)) @ cp.reshape(b, (1, J), order="C")
+    cons = [cp.sum(b) == 0, cp.abs(pred) <= 1]       # every cell is observed here
+    prob = cp.Problem(cp.Minimize(cp.sum(cp.multiply(W, cp.square(S - pred)))
+                                  + lam * (cp.sum_squares(theta) + cp.sum_squares(b))), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return float(prob.value)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("box", ["observed", "all"])
+def test_badly_scaled_fits_are_refused_or_within_their_certified_bound(seed, box):
+    from evalcert.errors import SolverError
+    from evalcert.solvers.backends import available_backends
+    from evalcert.solvers.clipped_linear import ClippedLinear
+
+    S, W = _badly_scaled(seed)
+    f_ref = _reference_optimum(S, W, 1e-6, box)
+    slack = 1e-9 * max(1.0, f_ref)          # the reference's own accuracy
+    outcomes = {}
+    for solver in available_backends():
+        try:
+            res = ClippedLinear(lam=1e-6, box=box, solver=solver).fit(S, sample_weight=W).result_
+        except SolverError as exc:       # CertificateError is a SolverError
+            outcomes[solver] = type(exc).__name__
+            continue
+        cert = res.certificate
+        assert cert.lower_bound <= f_ref + slack, solver
+        assert res.objective - f_ref <= cert.suboptimality_bound + slack, solver
+        assert cert.suboptimality_bound <= 1e-6 + 1e-6 * max(1.0, abs(res.objective)), solver
+        outcomes[solver] = "certified"
+    assert "certified" in outcomes.values(), outcomes
+
+
+def test_a_hidden_light_item_cannot_pass_without_its_cost_in_the_bound():
+    # Regression (issue 10, item 6): move the difficulty of an item whose cells
+    # all weigh <= 1e-3 while every other cell weighs 1e6. The stationarity
+    # residual is ~1e-4, invisible next to a scale of 1e6, yet the objective
+    # grows by half. The certificate must fail or its bound must cover it.
+    from evalcert.solvers.clipped_linear import ClippedLinear
+    from evalcert.solvers.clipped_linear_qp import Design, build_qp
+
+    rng = np.random.default_rng(5)
+    theta, b = rng.uniform(-0.3, 0.3, 6), rng.uniform(-0.3, 0.3, 7)
+    W = np.full((6, 7), 1e6)
+    W[:, 0] = 10.0 ** rng.uniform(-6, -3, 6)
+    S = theta[:, None] - b[None, :]
+    S[:, 0] += rng.normal(0, 0.3, 6)
+    S = np.clip(S, -1, 1)
+    model = ClippedLinear(lam=1e-6, box="observed", solver="native").fit(S, sample_weight=W)
+    cert = model.result_.certificate
+    qp = build_qp(Design.from_mask(np.ones((6, 7), bool)), S.ravel(), W.ravel(), 1e-6, "observed")
+    f_star = cert.primal_objective
+    x = cert.x.copy()
+    x[6] += 0.2                     # b_0 of the light item; shift every other b and every
+    x[7:13] -= 0.2 / 7              # theta alike so that sum b = 0 and no heavy cell moves
+    x[:6] -= 0.2 / 7
+    x[6] -= 0.2 / 7
+    bad = qp_certificate(qp, x, cert.y, Tolerance(1e-6, 1e-6))
+    assert abs(x[6:13].sum() - cert.x[6:13].sum()) < 1e-12 and qp.objective(x) > 1.4 * f_star
+    assert bad.dual_residual < 1e-6 * 1e6         # hidden from a residual scaled by 1e6
+    assert bad.suboptimality_bound >= qp.objective(x) - f_star
+    assert not bad.passed

@@ -19,8 +19,8 @@ import importlib.util
 from evalcert.errors import BackendUnavailableError
 from evalcert.solvers.backends.base import RawSolution, SolveSettings
 
-__all__ = ["RawSolution", "SolveSettings", "CVXPY_SOLVERS", "available_backends",
-           "check_backend"]
+__all__ = ["RawSolution", "SolveSettings", "CVXPY_SOLVERS", "QPSOLVERS_BACKENDS",
+           "available_backends", "available_qpsolvers", "check_backend", "solve_qp"]
 
 #: Backends that go through CVXPY, mapped to CVXPY's solver name and the
 #: Python module that provides it.
@@ -30,6 +30,18 @@ CVXPY_SOLVERS = {"osqp": ("OSQP", "osqp"), "clarabel": ("CLARABEL", "clarabel"),
 #: Backends that do not use CVXPY.
 DIRECT_BACKENDS = {"native": "scipy", "osqp-direct": "osqp"}
 
+#: Backends through qpsolvers (:mod:`evalcert.solvers.backends.qpsolvers_`),
+#: named ``qpsolvers-<solver>``, mapped to qpsolvers' solver name and the module
+#: that provides the solver. Offered by :func:`available_qpsolvers` (the
+#: benchmark and :func:`solve_qp` use them); ``ClippedLinear(solver=...)``
+#: keeps the hand-written routes, which add refit caches (native
+#: factorisations, OSQP's set-up workspace, CVXPY's compiled DPP problem).
+QPSOLVERS_BACKENDS = {"qpsolvers-piqp": ("piqp", "piqp"),
+                      "qpsolvers-proxqp": ("proxqp", "proxsuite"),
+                      "qpsolvers-daqp": ("daqp", "daqp"),
+                      "qpsolvers-highs": ("highs", "highspy"),
+                      "qpsolvers-cvxopt": ("cvxopt", "cvxopt")}
+
 
 @functools.lru_cache(maxsize=None)
 def _installed(module: str) -> bool:
@@ -37,11 +49,52 @@ def _installed(module: str) -> bool:
 
 
 def available_backends() -> list[str]:
-    """Names of the backends whose solver is installed, fastest-first."""
+    """Names of the backends whose solver is installed, fastest-first.
+
+    Examples
+    --------
+    >>> available_backends()[:2]
+    ['native', 'osqp-direct']
+    """
     names = [n for n, mod in DIRECT_BACKENDS.items() if _installed(mod)]
     if _installed("cvxpy"):
         names += [n for n, (_, mod) in CVXPY_SOLVERS.items() if _installed(mod)]
     return names
+
+
+def available_qpsolvers() -> list[str]:
+    """Names of the ``qpsolvers-<solver>`` backends installed here (a missing
+    solver, or qpsolvers itself, is skipped, not fatal)."""
+    if not _installed("qpsolvers"):
+        return []
+    return [n for n, (_, mod) in QPSOLVERS_BACKENDS.items() if _installed(mod)]
+
+
+def solve_qp(name: str, qp, settings: SolveSettings | None = None, x0=None, y0=None,
+             cache: dict | None = None) -> RawSolution:
+    """Solve a standard-form QP with any backend by name (``native``,
+    ``osqp-direct``, a CVXPY solver, or ``qpsolvers-<solver>``).
+
+    The answer is not checked here: pass ``(x, y)`` to
+    :func:`~evalcert.solvers.certificates.qp_certificate`.
+    """
+    settings = SolveSettings() if settings is None else settings
+    if name in QPSOLVERS_BACKENDS:
+        if name not in available_qpsolvers():
+            raise BackendUnavailableError(
+                f"{name} is not installed here (pip install \"evalcert[qp]\"); available: "
+                f"{', '.join(available_backends() + available_qpsolvers())}")
+        from evalcert.solvers.backends import qpsolvers_
+        return qpsolvers_.solve(qp, QPSOLVERS_BACKENDS[name][0], settings, x0=x0, y0=y0)
+    check_backend(name)
+    if name == "native":
+        from evalcert.solvers.backends import native
+        return native.solve(qp, settings, x0=x0, y0=y0, cache=cache)
+    if name == "osqp-direct":
+        from evalcert.solvers.backends import osqp_direct
+        return osqp_direct.solve(qp, settings, x0=x0, y0=y0, cache=cache)
+    from evalcert.solvers.backends import cvxpy_
+    return cvxpy_.solve_qp(qp, name, settings)
 
 
 def check_backend(name: str) -> str:

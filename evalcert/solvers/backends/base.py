@@ -8,7 +8,8 @@ import numpy as np
 
 from evalcert.solvers.certificates import Tolerance
 
-__all__ = ["RawSolution", "SolveSettings", "solver_options"]
+__all__ = ["RawSolution", "SolveSettings", "solver_options", "CostEstimate", "estimate_cost",
+           "check_cost"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +29,8 @@ class SolveSettings:
         Reuse the previous solution/factorisation when the solver can.
     options : dict
         Extra keyword arguments passed to the solver as they are.
+    verbose : bool
+        Show progress (tqdm on stderr) for iterative solves past a few seconds.
     """
 
     tolerance: Tolerance = Tolerance()
@@ -35,6 +38,7 @@ class SolveSettings:
     max_iter: int = 200_000
     warm_start: bool = True
     options: dict = dataclasses.field(default_factory=dict)
+    verbose: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,7 +46,8 @@ class RawSolution:
     """What a backend returns, before evalcert checks it.
 
     ``ok`` is the solver's own claim of success; ``x``/``y`` may be ``None``
-    when it produced nothing.
+    when it produced nothing. ``path`` names the method a backend picked
+    (the native solver's ``direct`` or ``pcg``), empty when it has one.
     """
 
     x: np.ndarray | None
@@ -52,6 +57,7 @@ class RawSolution:
     iterations: int
     setup_time: float
     solve_time: float
+    path: str = ""
 
 
 def solver_options(backend: str, settings: SolveSettings) -> dict:
@@ -76,3 +82,78 @@ def solver_options(backend: str, settings: SolveSettings) -> dict:
     opts = dict(table[backend])
     opts.update(settings.options)
     return opts
+
+
+@dataclasses.dataclass(frozen=True)
+class CostEstimate:
+    """Rough peak memory (bytes) and time (seconds, 2 shared cores) of one
+    clipped-linear fit, from its size alone (see :func:`estimate_cost`)."""
+
+    backend: str
+    nbytes: int
+    seconds: float
+
+
+#: Measured on the project's 2-core machine (benchmarks/bench_scale.py): bytes
+#: per observed cell of each backend's largest structures, and a dense
+#: (K + J) x (K + J) array for CVXPY, whose canonicalisation of a parameter in
+#: the objective is dense (shared/SOLVER_NOTES.md).
+_BYTES_PER_CELL = {"native": 120, "osqp-direct": 400, "cvxpy": 1500}
+
+
+def estimate_cost(backend: str, n_agents: int, n_items: int, n_cells: int,
+                  box: str = "all") -> CostEstimate:
+    """Estimate the peak memory and time of a clipped-linear fit before it starts.
+
+    ``native`` (PCG path on large designs): a few arrays per cell and per
+    variable, ``~(120 n_cells + 200 (K + J))`` bytes, and ``O(n_cells)`` per
+    iteration. ``osqp-direct``: OSQP factorises the KKT matrix; eliminating
+    item ``j`` joins its ``d_j`` agents, so the factor holds about
+    ``min(K^2 / 2, sum_j d_j^2 / 2)`` extra entries (``d_j = n_cells / J`` on
+    average) and costs ``~sum_j d_j^2 + K^3 / 3`` flops. CVXPY backends:
+    besides the cells, a dense ``(K + J)``-square coefficient array (the data
+    parameter sits in the objective). Numbers are rough (a factor of 2-3);
+    they are meant to refuse a fit that cannot finish, not to predict one.
+
+    Examples
+    --------
+    >>> estimate_cost("cvxpy-osqp", 5000, 5000, 25_000_000).nbytes > 2 ** 30
+    True
+    """
+    K, J, c = int(n_agents), int(n_items), int(n_cells)
+    n = K + J
+    if box == "observed":
+        c = 2 * c       # one constraint row per cell on top of the objective
+    if backend == "native":
+        return CostEstimate(backend, 120 * c + 200 * n, 2e-8 * c * 60 + 1e-6 * n)
+    if backend == "osqp-direct":
+        deg = c / max(J, 1)
+        fill = min(K * K / 2.0, J * deg * deg / 2.0)
+        flops = J * deg * deg + min(K, deg * J) ** 3 / 3.0
+        return CostEstimate(backend, int(_BYTES_PER_CELL[backend] * c + 24 * fill + 400 * n),
+                            flops / 5e8 + 2e-6 * c * 50)
+    dense = 8.0 * (n + 2) * n * 3
+    return CostEstimate(backend, int(_BYTES_PER_CELL["cvxpy"] * c + dense + 400 * n),
+                        2e-6 * c * 20 + dense / 2e9)
+
+
+def check_cost(backend: str, n_agents: int, n_items: int, n_cells: int, box: str = "all",
+               time_limit: float | None = None) -> CostEstimate:
+    """:func:`estimate_cost`, then refuse a fit that would not fit in memory.
+
+    Raises :class:`~evalcert.errors.InputError` (via
+    :func:`evalcert.memory.require_memory`) with the estimate and the backend
+    that would fit, before anything large is allocated.
+    """
+    from evalcert.memory import format_bytes, memory_available, require_memory
+
+    est = estimate_cost(backend, n_agents, n_items, n_cells, box)
+    native = estimate_cost("native", n_agents, n_items, n_cells, box)
+    fits = native.nbytes <= 0.5 * memory_available()
+    instead = (f"solver='native' needs about {format_bytes(native.nbytes)}, which fits"
+               if fits and backend != "native" else
+               "no backend fits this design here: use a machine with more memory or fit a "
+               "subsample of the cells")
+    require_memory(est.nbytes, f"the {backend} clipped-linear fit of {n_agents} x {n_items} with "
+                   f"{n_cells} observed cells (box={box!r})", instead)
+    return est

@@ -29,7 +29,7 @@ import numpy as np
 from evalcert.solvers.backends import CVXPY_SOLVERS
 from evalcert.solvers.backends.base import RawSolution, SolveSettings, solver_options
 from evalcert.solvers.certificates import QP
-from evalcert.solvers.clipped_linear_qp import Design, build_qp
+from evalcert.solvers.clipped_linear_qp import Design, build_qp, hessian
 
 __all__ = ["ClippedLinearProgram", "solve_qp"]
 
@@ -85,12 +85,16 @@ class ClippedLinearProgram:
     box : {"all", "observed", "none"}
     weighted : bool
         Build the weighted form (bootstrap multiplicities as a parameter).
+    bounds : (float, float)
+        The box ``lo <= theta_i - b_j <= hi``.
     """
 
-    def __init__(self, design: Design, box: str, weighted: bool):
-        self.design, self.box, self.weighted = design, box, weighted
+    def __init__(self, design: Design, box: str, weighted: bool,
+                 bounds: tuple[float, float] = (-1.0, 1.0)):
+        self.design, self.box, self.weighted, self.bounds = design, box, weighted, bounds
         K, J = design.K, design.J
-        template = build_qp(design, np.zeros(design.n_cells), np.ones(design.n_cells), 0.0, box)
+        template = build_qp(design, np.zeros(design.n_cells), np.ones(design.n_cells), 0.0, box,
+                            bounds)
         self.z = cp.Variable(template.n)
         x = self.z[:K + J]
         self.lam = cp.Parameter(nonneg=True)
@@ -101,7 +105,7 @@ class ClippedLinearProgram:
             data_term = cp.sum(cp.multiply(self.w, cp.square(Dx))) - 2 * (self.ws @ Dx)
         else:
             self.q = cp.Parameter(K + J)
-            gram = (design.D.T @ design.D).tocsc()
+            gram = 0.5 * hessian(design, np.ones(design.n_cells), 0.0)  # D'D, from the cells
             data_term = cp.quad_form(x, cp.psd_wrap(gram)) + self.q @ x
         self.parts = _row_constraints(self.z, template)
         self.m = template.m
@@ -120,7 +124,8 @@ class ClippedLinearProgram:
             self.w.value = np.asarray(weights, dtype=float)
             self.ws.value = np.asarray(weights * scores, dtype=float)
         else:
-            self.q.value = -2.0 * (self.design.D.T @ scores)
+            self.q.value = -2.0 * np.r_[np.bincount(self.design.rows, scores, self.design.K),
+                                        -np.bincount(self.design.cols, scores, self.design.J)]
         warm = settings.warm_start and not self.weighted
         status, iters, setup, solve_time = _run(self.problem, backend, settings, warm)
         x = self.z.value

@@ -19,6 +19,7 @@ active set cycles or the budget runs out, never with a guess.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Callable
 
@@ -27,6 +28,7 @@ import scipy.sparse as sp
 import scipy.linalg as sla
 import scipy.sparse.linalg as spla
 
+from evalcert.errors import InputError
 from evalcert.solvers.backends.base import RawSolution, SolveSettings, solver_options
 from evalcert.solvers.certificates import QP
 
@@ -153,9 +155,153 @@ def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
     return z[:n], z[n:]
 
 
+class _TimeUp(Exception):
+    """The time limit expired inside a KKT solve."""
+
+
+class _Unsupported(Exception):
+    """The active set has a structure the PCG path does not handle."""
+
+
+def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
+                   cache: dict, deadline: float, progress) -> tuple[np.ndarray, np.ndarray]:
+    """The equality-constrained QP of an active set by projected PCG, O(nnz(P)) per step.
+
+    Active rows of the form ``x_k - x_h = beta`` (two entries +-1), where the
+    hub ``x_h`` has no Hessian entry (the all-cells box rows ``theta_i - c``,
+    ``b_j - c``), tie ``x_k`` to ``x_h``: they are substituted,
+    ``x = Z z + offset``. The few remaining active rows (the gauge
+    ``sum_j b_j = 0``) stay as constraints ``C z = d``, and conjugate
+    gradients run on ``min 1/2 z'Z'PZ z + (Z'(P offset + q))'z`` in the null
+    space of ``C``, preconditioned by the diagonal of ``Z'PZ`` (the
+    constraint preconditioner of Gould, Hribar & Nocedal, SIAM J. Sci.
+    Comput. 23, 2001). Multipliers: ``y_C`` by least squares on the final
+    gradient, and for each tie row from the stationarity of its ``x_k``.
+    Stops when the projected gradient is below ``1e-12`` of the problem's
+    scale or stops falling (what rounding allows).
+    """
+    n = qp.n
+    A_act = qp.A[active].tocsr()
+    m = A_act.shape[0]
+    hub = cache.get("hub")
+    if hub is None:
+        hub = cache["hub"] = qp.P.diagonal() == 0
+    per_row = np.diff(A_act.indptr)
+    two = np.flatnonzero(per_row == 2)
+    c0, c1 = A_act.indices[A_act.indptr[two]], A_act.indices[A_act.indptr[two] + 1]
+    v0, v1 = A_act.data[A_act.indptr[two]], A_act.data[A_act.indptr[two] + 1]
+    tie = (np.abs(v0) == 1) & (v0 == -v1) & (hub[c0] != hub[c1])
+    t_rows = two[tie]
+    k = np.where(hub[c0[tie]], c1[tie], c0[tie])
+    h = np.where(hub[c0[tie]], c0[tie], c1[tie])
+    a_k = np.where(hub[c0[tie]], v1[tie], v0[tie])
+    general = np.setdiff1d(np.arange(m), t_rows)
+    hubs = np.unique(h)
+    if len(general) > 200 or len(hubs) > 8 or len(np.unique(k)) != len(k) or hub[k].any():
+        raise _Unsupported
+    rep = np.arange(n)
+    off = np.zeros(n)
+    rep[k] = h
+    off[k] = rhs_bounds[t_rows] * a_k
+    fixed = hub.copy()
+    fixed[hubs] = False
+    off[fixed] = x[fixed]
+    free = (rep == np.arange(n)) & ~fixed
+    diag = np.where(free, qp.P.diagonal(), 0.0)
+    for g in hubs:
+        e = (rep == g).astype(float)
+        diag[g] = float(e @ (qp.P @ e))
+    if np.any(diag[free] <= 0):
+        raise _Unsupported
+    minv = np.where(free, 1.0 / np.where(free, diag, 1.0), 0.0)
+    Z = sp.csr_matrix((np.ones(n), rep, np.arange(n + 1)), shape=(n, n))
+    C_x = A_act[general]
+    C = (C_x @ Z).tocsr()
+    C = C.multiply(free[None, :]).tocsr()
+    d = rhs_bounds[general] - C_x @ off
+
+    def up(v: np.ndarray) -> np.ndarray:          # Z' v on the free coordinates
+        return np.bincount(rep, weights=v, minlength=n) * free
+
+    CMC = (C.multiply(minv[None, :]) @ C.T).toarray()
+    if len(general) and np.linalg.matrix_rank(CMC) < len(general):
+        raise _Unsupported
+
+    def lsq(r: np.ndarray) -> np.ndarray:          # multipliers of C minimising ||r + C'y||_M^-1
+        return -np.linalg.solve(CMC, C @ (minv * r)) if len(general) else np.zeros(0)
+
+    z = np.where(free, x, 0.0)
+    if len(general):
+        z += minv * (C.T @ np.linalg.solve(CMC, d - C @ z))
+    q_u = up(qp.q + qp.P @ off)
+
+    def grad(zz: np.ndarray) -> np.ndarray:
+        return up(qp.P @ zz[rep]) + q_u
+
+    scale = max(1.0, float(np.abs(q_u).max()), float(np.abs(qp.P @ (z[rep] + off)).max()))
+    target = 1e-12 * scale
+    r = grad(z)
+    y_g = lsq(r)
+    w = minv * (r + C.T @ y_g)
+    p = -w
+    rho = float(r @ w)
+    best, since_best = np.inf, 0
+    for it in range(1, 10 * n + 100):
+        res = float(np.abs(r + C.T @ y_g).max())
+        if progress is not None:
+            progress.update(1)
+            progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
+        if res <= target or since_best > 50:
+            break
+        if res < 0.5 * best:
+            best, since_best = res, 0
+        else:
+            since_best += 1
+        if time.perf_counter() > deadline:
+            raise _TimeUp
+        Hp = up(qp.P @ p[rep])
+        curv = float(p @ Hp)
+        if curv <= 0:
+            break
+        alpha = rho / curv
+        z += alpha * p
+        r = grad(z) if it % 50 == 0 else r + alpha * Hp   # refresh against drift
+        y_g = lsq(r)
+        w = minv * (r + C.T @ y_g)
+        rho_new = float(r @ w)
+        p = -w + (rho_new / rho) * p
+        rho = rho_new
+    x_new = z[rep] + off
+    g_x = qp.P @ x_new + qp.q + C_x.T @ y_g
+    y = np.zeros(m)
+    y[general] = y_g
+    y[t_rows] = -a_k * g_x[k]
+    return x_new, y
+
+
+def _direct_cost(qp: QP) -> float:
+    """Flops of the direct path's first factorisation: forming the Schur
+    complement (``sum_j d_j^2`` over eliminated columns of degree ``d_j``) and
+    factorising the ``n_F``-square remainder (``n_F^3 / 3``)."""
+    if qp.eliminable is None:
+        return float(qp.n) ** 3 / 3.0 if qp.n > 5000 else 0.0
+    P = qp.P.tocsc()
+    deg = np.diff(P.indptr)[np.asarray(qp.eliminable)] - 1.0
+    n_F = qp.n - len(qp.eliminable)
+    return float(np.sum(deg * deg)) + n_F ** 3 / 3.0
+
+
+#: Above this many flops (a few seconds here) the native solver takes the
+#: PCG path; ``solver_options={"path": "direct" | "pcg"}`` forces one.
+DIRECT_FLOPS = 2e9
+#: A rough rate of sparse factorisation on one shared core (for refusing early).
+FLOPS_PER_SECOND = 1e9
+
+
 def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
-                complete, cache: dict, start: float, time_limit: float):
-    """The primal-dual active-set iteration from ``(x, y)`` with constant ``c``."""
+                complete, kkt, deadline: float):
+    """The primal-dual active-set iteration from ``(x, y)`` with constant ``c``;
+    ``kkt(active, bounds, x, y_active)`` solves one equality-constrained QP."""
     x, y = x.copy(), y.copy()
     eq = qp.l == qp.u
     fin_u, fin_l = np.isfinite(qp.u), np.isfinite(qp.l)
@@ -177,12 +323,16 @@ def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
         previous = key
         active = eq | upper | lower
         bounds = np.where(upper, qp.u, qp.l)[active]
-        x, y_act = _kkt_solve(qp, active, bounds, x, y[active], cache)
+        try:
+            x, y_act = kkt(active, bounds, x, y[active])
+        except _TimeUp:
+            status = "time_limit"
+            break
         y = np.zeros(qp.m)
         y[active] = y_act
         if complete is not None:
             x = complete(x, y)
-        if time.perf_counter() - start > time_limit:
+        if time.perf_counter() > deadline:
             status = "time_limit"
             break
     return x, y, status, ok, iterations
@@ -194,11 +344,26 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
           cache: dict | None = None) -> RawSolution:
     """Solve ``qp`` by the primal-dual active-set method.
 
+    Each active set's equality-constrained QP is solved on one of two paths,
+    picked by the cost of a factorisation (``solver_options={"path": ...}``
+    forces one; ``RawSolution.path`` says which ran):
+
+    * ``direct``: Schur complements and sparse/dense factorisations, refined
+      to rounding; used while the first factorisation costs less than
+      ``DIRECT_FLOPS``;
+    * ``pcg``: projected preconditioned conjugate gradients
+      (:func:`_pcg_kkt_solve`), one sparse product with ``P`` per step, so
+      time and memory grow with the observed cells; for active sets it
+      cannot handle (many general rows) it falls back to ``direct``.
+
     Parameters
     ----------
     qp : QP
     settings : SolveSettings
-        ``max_iter`` (via :func:`solver_options`) bounds the active-set updates.
+        ``max_iter`` (via :func:`solver_options`) bounds the active-set
+        updates; ``time_limit`` is checked between PCG steps and active-set
+        updates (status ``"time_limit"`` when it expires); ``verbose`` shows
+        a progress bar past 3 s.
     x0, y0 : ndarray, optional
         Starting point; a good one (the previous fit) makes a refit take one
         or two factorisations.
@@ -211,22 +376,52 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
         ``A`` (refits on new scores): a warm refit whose active set does not
         change costs one back-substitution.
     """
+    from tqdm.auto import tqdm
+
     opts = solver_options(NAME, settings)
     start = time.perf_counter()
+    deadline = start + float(settings.time_limit)
     cache = {} if cache is None else cache
+    if "direct_cost" not in cache:
+        cache["direct_cost"] = _direct_cost(qp)
+    path = opts.get("path") or ("pcg" if cache["direct_cost"] > DIRECT_FLOPS else "direct")
+    if path not in ("direct", "pcg"):
+        raise InputError(f"solver_options path must be 'direct' or 'pcg', got {path!r}")
     x_start = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=float)
     y_start = np.zeros(qp.m) if y0 is None else np.asarray(y0, dtype=float)
+    progress = tqdm(desc=f"native ({path})", unit="step", delay=3.0, file=sys.stderr,
+                    disable=not settings.verbose, leave=False)
+    used = set()
+
+    def kkt(active, bounds, x, y_act):
+        if path == "pcg":
+            try:
+                out = _pcg_kkt_solve(qp, active, bounds, x, cache, deadline, progress)
+                used.add("pcg")
+                return out
+            except _Unsupported:
+                pass
+        if "schur" not in cache and cache["direct_cost"] / FLOPS_PER_SECOND > \
+                deadline - time.perf_counter():
+            raise _TimeUp     # the first factorisation alone would overrun the limit
+        used.add("direct")
+        return _kkt_solve(qp, active, bounds, x, y_act, cache)
+
     # The update constant c trades multipliers (scale of P) against violations
     # (scale of the bounds). c = 1 cycles on the observed-cells box; 100 times
     # the largest diagonal entry of P solved every case seen (saturated sparse
     # designs included). If the active set still cycles, the method restarts
     # once with c 100 times larger, then gives up with status "cycling".
     scale = max(1.0, float(qp.P.diagonal().max()) if qp.n else 1.0)
-    for c in (100.0 * scale, 1e4 * scale):
-        x, y, status, ok, iterations = _active_set(qp, x_start, y_start, c, int(opts["max_iter"]),
-                                                   complete, cache, start, settings.time_limit)
-        if status != "cycling":
-            break
+    try:
+        for c in (100.0 * scale, 1e4 * scale):
+            x, y, status, ok, iterations = _active_set(qp, x_start, y_start, c,
+                                                       int(opts["max_iter"]), complete, kkt,
+                                                       deadline)
+            if status != "cycling":
+                break
+    finally:
+        progress.close()
     elapsed = time.perf_counter() - start
     return RawSolution(x=x, y=y, status=status, ok=ok, iterations=iterations,
-                       setup_time=0.0, solve_time=elapsed)
+                       setup_time=0.0, solve_time=elapsed, path="+".join(sorted(used)))

@@ -30,6 +30,12 @@ from evalcert.solvers.irt.mcmc import ess, rhat
 from evalcert.solvers.irt.pooling import PooledResponses, pool_responses
 from evalcert.solvers.irt.rasch import Rasch
 from evalcert.solvers.irt.twopl import TwoPL
+from evalcert.solvers.irt.compare import (FitStatistics, LRTestResult, information_criteria,
+                                          likelihood_ratio_test, n_parameters)
+from evalcert.solvers.irt.information import (ItemParameters, icc, item_information,
+                                              item_parameters, test_information)
+from evalcert.solvers.irt.itemfit import FitResult, item_fit
+from evalcert.solvers.irt.scoring import ScoreResult, score_models
 
 __all__ = ["IRTEstimator", "IRTResult", "Rasch", "TwoPL", "LogisticFactor", "BetaIRT",
            "JEIRT", "ExtremeResponseWarning", "validate_responses", "require_finite_jml",
@@ -37,6 +43,10 @@ __all__ = ["IRTEstimator", "IRTResult", "Rasch", "TwoPL", "LogisticFactor", "Bet
            "conditional_terms", "rhat", "ess", "holdout_predict", "holdout_evaluate",
            "cross_validate", "heldout_auc", "HoldoutResult", "CVResult", "make_estimator",
            "fit_irt", "MODELS"]
+__all__ += ["score_models", "ScoreResult", "item_fit", "FitResult", "ItemParameters",
+            "item_parameters", "icc", "item_information", "test_information",
+            "information_criteria", "likelihood_ratio_test", "n_parameters", "FitStatistics",
+            "LRTestResult"]
 
 MODELS = {"rasch": Rasch, "2pl": TwoPL, "factor": LogisticFactor, "beta": BetaIRT,
           "je": JEIRT}

@@ -57,6 +57,15 @@ class IRTResult(ResultMixin):
     :data:`STATIONARITY_LIMIT` (1e-3 standard errors). It is NaN where no such
     check applies: EM (``mml``, whose criterion is the parameter change), MCMC
     and the JE-IRT adapter fit.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((30, 10)) < 0.6).astype(float)
+    >>> r = Rasch(method="cml").fit(Y).result_
+    >>> r.model, r.method, r.converged, r.loglik_kind, bool(r.stationarity < 1e-3)
+    ('rasch', 'cml', True, 'conditional', True)
     """
 
     model: str
@@ -411,6 +420,13 @@ class IRTEstimator:
         keep_c = out.get("keep_cols", np.ones(m, bool))
         R = _scatter(out["R"], keep_r, n)
         C = _scatter(out["C"], keep_c, m)
+        if not (np.isfinite(R[keep_r]).all() and np.isfinite(C[keep_c]).all()):
+            raise ConvergenceError(
+                f"{self.model_name} {self.method}: the fit produced non-finite estimates for "
+                f"{int((~np.isfinite(R[keep_r])).any(1).sum())} models and "
+                f"{int((~np.isfinite(C[keep_c])).any(1).sum())} items; the data do not "
+                "identify this model (use a prior: method='map' or 'mml')",
+                solver=out.get("solver", ""), status="non_finite")
         se_R = _scatter(out.get("se_R"), keep_r, n)
         se_C = _scatter(out.get("se_C"), keep_c, m)
         obs, kr, kc = data.observed.astype(float), keep_r.astype(float), keep_c.astype(float)
@@ -454,6 +470,9 @@ class IRTEstimator:
                                    ("model", self.anchor_model, data.model_names)):
             if value is None:
                 continue
+            if isinstance(value, (bool, np.bool_)):
+                raise InputError(f"anchor_{axis} must be the name or index of a {axis}, got "
+                                 f"{value!r}")
             if isinstance(value, (int, np.integer)) and 0 <= value < len(names):
                 return axis, int(value)
             if isinstance(value, str) and value in names:

@@ -98,6 +98,11 @@ class BetaIRT(TwoPL):
         return R0, C0, np.array([np.log(10.0)])
 
     def _prepare(self, data: ResponseData) -> ResponseData:
+        binary = data.observed & ((data.values == 0) | (data.values == 1))
+        if binary.sum() == data.observed.sum():
+            raise InputError(f"all {int(data.observed.sum())} responses are 0 or 1: Beta-IRT "
+                             "models continuous scores in (0, 1) and would fit only the "
+                             "clipping margin eps; use the Rasch or 2PL model for binary data")
         values = np.clip(data.values, self.eps, 1 - self.eps)
         return ResponseData(values, data.observed, data.model_names, data.item_names)
 

@@ -37,8 +37,8 @@ _DROP = 40.0  # nodes with |phi| <= exp(-40) are dropped
 def log_esf(difficulties: np.ndarray) -> np.ndarray:
     """``log gamma_r(b)`` for ``r = 0..M`` by the summation algorithm in log space.
 
-    Example
-    -------
+    Examples
+    --------
     >>> np.exp(log_esf(np.zeros(3)))   # binomial coefficients
     array([1., 3., 3., 1.])
     """

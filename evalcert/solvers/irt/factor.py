@@ -101,4 +101,8 @@ class LogisticFactor(IRTEstimator):
         return R, C, "balanced SVD form (orthogonal dimensions, by strength)"
 
     def _fit(self, data: ResponseData) -> dict[str, Any]:
+        if self.dims > min(data.shape):
+            raise InputError(f"dims={self.dims} exceeds the data: {data.shape[0]} models x "
+                             f"{data.shape[1]} items support at most min(models, items) = "
+                             f"{min(data.shape)} dimensions; lower dims")
         return {**super()._fit(data), "se_R": None, "se_C": None}

@@ -105,8 +105,8 @@ def holdout_evaluate(estimator: IRTEstimator, Y: Any, scheme: Scheme = "entrywis
                      seed: int | np.random.Generator | None = 0) -> HoldoutResult:
     """Draw a ``scheme`` mask, fit (two-stage for rows/columns), score held-out cells.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from evalcert.solvers.irt import Rasch
     >>> rng = np.random.default_rng(0)
     >>> Y = (rng.random((30, 40)) < 0.5).astype(float)

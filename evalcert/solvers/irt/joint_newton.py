@@ -10,11 +10,22 @@ with cell counts ``c``, pooled correct answers ``R``, ``S`` and group sizes
 ``-c p (1 - p)``, so the Newton system is solved by eliminating the larger
 block and factoring the Schur complement of the smaller one (Cholesky).
 Without a prior (joint ML) the Hessian is singular along the shift
-``theta + t, b + t``; the gradient is orthogonal to it, and adding ``1 1^T``
-to the Schur complement picks the Newton step with no shift. Steps are damped
-by Armijo backtracking on ``f``; iterations stop when every gradient entry,
-divided by its group size (the gradient of one model's or item's parameter),
-is at most ``tol``.
+``theta + t, b + t``; the gradient is orthogonal to it, and adding ``c 1 1^T``
+(``c`` the mean diagonal of the factored block, positive even when the
+complement itself is zero, e.g. one pooled group of models) to the Schur
+complement picks the Newton step with no shift. Iterations stop
+when every gradient entry, divided by its group size (the gradient of one
+model's or item's parameter), is at most ``tol``.
+
+Steps are damped by Armijo backtracking on ``f`` while ``f`` can tell: the
+predicted decrease of a Newton step, ``-g^T step / 2``, is compared with the
+rounding error of ``f`` (``_ROUNDING * eps * sum |terms|``). Near the optimum
+the decrease falls below it and comparing objectives of ~1e4 decides on
+rounding noise (on some CPUs accepting ever tinier steps for thousands of
+iterations); there the full Newton step is taken while it still lowers the
+gradient, and the solve stops, reporting the gradient it reached
+(``rounding_limited``), once it does not. The caller's stationarity
+certificate then judges the result.
 """
 
 from __future__ import annotations
@@ -31,6 +42,7 @@ from evalcert.solvers.irt.pooling import PooledResponses
 __all__ = ["rasch_joint_newton", "newton_flops"]
 
 _DIVERGED = 500.0   # |parameter| beyond this many logits: no finite optimum
+_ROUNDING = 1e3     # rounding error of the objective, in units of eps * sum |terms|
 
 
 def newton_flops(shape: tuple[int, int]) -> float:
@@ -42,11 +54,29 @@ def newton_flops(shape: tuple[int, int]) -> float:
 def _objective(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray,
                lam: float) -> tuple[float, np.ndarray]:
     """The pooled objective and the success probability of every group pair."""
-    softplus, p = softplus_sigmoid(theta[:, None] - b[None, :])
-    value = (float(np.sum(pooled.cells * softplus)) - pooled.row_ones @ theta
-             + pooled.col_ones @ b
-             + 0.5 * lam * (pooled.row_size @ theta ** 2 + pooled.col_size @ b ** 2))
+    value, _, p = _objective_terms(pooled, theta, b, lam)
     return value, p
+
+
+def _objective_terms(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray,
+                     lam: float) -> tuple[float, float, np.ndarray]:
+    """The objective, the sum of its terms' magnitudes (its rounding scale) and ``p``."""
+    softplus, p = softplus_sigmoid(theta[:, None] - b[None, :])
+    terms = (float(np.sum(pooled.cells * softplus)), -float(pooled.row_ones @ theta),
+             float(pooled.col_ones @ b),
+             0.5 * lam * float(pooled.row_size @ theta ** 2 + pooled.col_size @ b ** 2))
+    return sum(terms), sum(abs(t) for t in terms), p
+
+
+def _gradient(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray, p: np.ndarray,
+              lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Gradient blocks, ``cells * p`` and the largest per-model/per-item gradient."""
+    n, m = pooled.row_size, pooled.col_size
+    cp = pooled.cells * p
+    g_theta = cp.sum(1) - pooled.row_ones + lam * n * theta
+    g_b = pooled.col_ones - cp.sum(0) + lam * m * b
+    worst = max(float(np.max(np.abs(g_theta / n))), float(np.max(np.abs(g_b / m))))
+    return g_theta, g_b, cp, worst
 
 
 def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_iter: int,
@@ -65,7 +95,9 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
     -------
     dict with ``theta`` (G,), ``b`` (H,), ``n_iter``, ``objective``, ``info_rows``
     and ``info_cols`` (per-model and per-item Fisher information at the optimum,
-    without the prior) and ``gradient`` (the final max per-parameter gradient).
+    without the prior), ``gradient`` (the max per-parameter gradient reached) and
+    ``rounding_limited`` (True when the solve stopped at the rounding limit of
+    ``f`` with ``gradient`` still above ``tol``).
     """
     n, m = pooled.row_size.astype(float), pooled.col_size.astype(float)
     cells = pooled.cells
@@ -76,12 +108,10 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
     shift = (m @ b) / m.sum()
     theta, b = theta - shift, b - shift
     keep_rows = pooled.shape[0] <= pooled.shape[1]      # factor the smaller block
-    value, p = _objective(pooled, theta, b, lam)
+    value, scale, p = _objective_terms(pooled, theta, b, lam)
+    g_theta, g_b, cp, worst = _gradient(pooled, theta, b, p, lam)
+    rounding_limited = False
     for n_iter in range(max_iter + 1):
-        cp = cells * p
-        g_theta = cp.sum(1) - pooled.row_ones + lam * n * theta
-        g_b = pooled.col_ones - cp.sum(0) + lam * m * b
-        worst = max(np.max(np.abs(g_theta / n)), np.max(np.abs(g_b / m)))
         if worst <= tol:
             break
         if n_iter == max_iter:
@@ -93,20 +123,25 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
         d_theta, d_b = V.sum(1) + lam * n, V.sum(0) + lam * m
         step_theta, step_b = _newton_step(V, d_theta, d_b, g_theta, g_b, keep_rows,
                                           gauge=lam == 0, what=what)
-        slope = g_theta @ step_theta + g_b @ step_b
+        slope = float(g_theta @ step_theta + g_b @ step_b)
+        resolvable = -0.5 * slope > _ROUNDING * np.finfo(float).eps * scale
         t = 1.0
         for _ in range(60):
             new_theta, new_b = theta + t * step_theta, b + t * step_b
-            new_value, new_p = _objective(pooled, new_theta, new_b, lam)
-            if new_value <= value + 1e-4 * t * slope:
+            new_value, new_scale, new_p = _objective_terms(pooled, new_theta, new_b, lam)
+            if not resolvable or new_value <= value + 1e-4 * t * slope:
                 break
             t /= 2
         else:
-            if worst <= 1e3 * tol:      # rounding limits the decrease: stationary enough
-                break
             raise ConvergenceError(f"{what}: the Newton line search failed (max |gradient| "
-                                   f"{worst:.3g})", solver="newton", status="line_search")
-        theta, b, value, p = new_theta, new_b, new_value, new_p
+                                   f"{worst:.3g} > tol {tol:g})", solver="newton",
+                                   status="line_search")
+        new = _gradient(pooled, new_theta, new_b, new_p, lam)
+        if not resolvable and new[3] >= worst:
+            rounding_limited = True     # f cannot tell and the gradient stopped falling
+            break
+        theta, b, value, scale, p = new_theta, new_b, new_value, new_scale, new_p
+        g_theta, g_b, cp, worst = new
         if max(np.max(np.abs(theta)), np.max(np.abs(b))) > _DIVERGED:
             raise ConvergenceError(
                 f"{what}: estimates diverge beyond {_DIVERGED:g} logits; the data determine "
@@ -114,7 +149,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
                 solver="newton", status="diverged")
     V = cells * p * (1 - p)
     return {"theta": theta, "b": b, "n_iter": n_iter, "objective": value, "gradient": worst,
-            "info_rows": V.sum(1) / n, "info_cols": V.sum(0) / m}
+            "rounding_limited": rounding_limited, "info_rows": V.sum(1) / n, "info_cols": V.sum(0) / m}
 
 
 def _newton_step(V: np.ndarray, d_theta: np.ndarray, d_b: np.ndarray, g_theta: np.ndarray,
@@ -127,8 +162,8 @@ def _newton_step(V: np.ndarray, d_theta: np.ndarray, d_b: np.ndarray, g_theta: n
     else:               # eliminate theta, factor the b block
         S = np.diag(d_b) - (V.T / d_theta[None, :]) @ V
         rhs = -g_b - V.T @ (g_theta / d_theta)
-    if gauge:
-        S += np.mean(np.diag(S))
+    if gauge:       # S 1 = 0 along the shift; any positive multiple of 1 1^T removes it
+        S += np.mean(d_theta if keep_rows else d_b)
     try:
         kept = cho_solve(cho_factor(S, check_finite=False), rhs, check_finite=False)
     except LinAlgError:

@@ -91,8 +91,13 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
         if common_slope:
             da = (g1.sum() - np.sum(h1 * g0 / h0)) / (h2.sum() - np.sum(h1 ** 2 / h0))
             dd = (g0 - h1 * da) / h0
+        elif slope_prec > 0:    # Fisher scoring in log a under log a ~ N(0, 1/slope_prec)
+            g1, h1 = a * g1 - slope_prec * np.log(a), a * h1
+            h2 = a ** 2 * h2 + slope_prec
+            det = h0 * h2 - h1 ** 2
+            dd, dlog = (h2 * g0 - h1 * g1) / det, (h0 * g1 - h1 * g0) / det
+            da = a * np.expm1(np.clip(dlog, -1, 1))
         else:
-            g1, h2 = g1 - slope_prec * (a - 1.0), h2 + slope_prec
             det = h0 * h2 - h1 ** 2
             dd, da = (h2 * g0 - h1 * g1) / det, (h0 * g1 - h1 * g0) / det
         dd, da = np.clip(dd, -1, 1), np.clip(da, -1, 1)

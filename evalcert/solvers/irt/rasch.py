@@ -162,7 +162,10 @@ class Rasch(IRTEstimator):
                 "se_R": 1 / np.sqrt(out["info_rows"][pooled.row_group] + lam)[:, None],
                 "se_C": 1 / np.sqrt(out["info_cols"][pooled.col_group] + lam)[:, None],
                 "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)",
-                "solver": f"newton ({G} x {H} pooled groups)"}
+                "solver": f"newton ({G} x {H} pooled groups)",
+                "notes": ((f"Newton stopped at the rounding limit of the objective with max "
+                           f"|gradient| {out['gradient']:.3g} (tol {self.tol:g})",)
+                          if out["rounding_limited"] else ())}
 
     def _fit_cml(self, data: ResponseData) -> dict[str, Any]:
         """Newton iterations on the conditional likelihood (Eq. 3.6).
@@ -232,6 +235,11 @@ class Rasch(IRTEstimator):
                 "solver": f"em ({em['quadrature']})", "extra": {"population_sd": sd}}
 
     def _fit_mcmc(self, data: ResponseData) -> dict[str, Any]:
+        for name, low in (("n_chains", 1), ("n_draws", 4), ("n_burn", 0)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+                raise InputError(f"{name} must be an int >= {low} (split R-hat needs at least "
+                                 f"4 draws per chain), got {value!r}")
         out = sample_rasch(data.values, data.observed, lam=self.lam, n_chains=self.n_chains,
                            n_draws=self.n_draws, n_burn=self.n_burn, seed=self.seed)
         draws = {"abilities": out["theta"], "difficulties": out["b"]}

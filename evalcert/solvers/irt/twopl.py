@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from evalcert.errors import ConvergenceError
 from evalcert.solvers.irt.base import IRTEstimator
 from evalcert.solvers.irt.data import ResponseData, finite_items
 from evalcert.solvers.irt.mml import mml_em
@@ -99,6 +100,13 @@ class TwoPL(IRTEstimator):
     def _identify(self, R, C, data):
         theta = R[:, 0]
         scale = 1.0 if self.method == "mml" else float(np.nanstd(theta))
+        if not scale > 1e-8 * max(1.0, float(np.nanmax(np.abs(theta)))):
+            raise ConvergenceError(
+                f"{self.model_name} {self.method}: every kept model has the same ability "
+                f"({int(np.isfinite(theta).sum())} models), so the scale of the 2PL (abilities "
+                "sd 1) is not identified (e.g. every kept model has the same raw score on the "
+                "same items); use the Rasch model or method='mml'",
+                solver="L-BFGS-B", status="not_identified")
         anchor = self._anchor_index(data)
         if anchor is None:
             loc = 0.0 if self.method == "mml" else float(np.nanmean(theta))

@@ -1,0 +1,83 @@
+"""
+Audit LLM judges from a judge log
+=================================
+
+The job: several graders (LLM judges, human annotators) labelled the same items, and
+there is no answer key. Could they all be better than, say, 50% correct on every label?
+The logic of unsupervised evaluation (paper 003) answers exactly, from how the graders
+agree and disagree: it enumerates the answer keys a test of ``Q`` items could have (the
+Q-complex) and, for each, the best accuracy every grader could logically reach. The
+*no-knowledge alarm* fires at level ``x`` when no answer key lets every grader be
+better than ``x`` on every label. Its exact threshold ``T`` is a fraction: the alarm
+fires iff ``x >= T``. Nothing here is estimated; a silent alarm does not prove the
+graders are good, but a firing one proves that at least one of them is not.
+
+Data: the 25 MT-Bench pairwise comparisons of paper 003's Table I, shipped with
+evalcert, written out as a judge log in the long ``item,grader,label`` format.
+"""
+
+# %%
+# A judge log
+# -----------
+# One row per (item, grader) decision. Pairwise judge logs (``question_id, model_a,
+# model_b, winner, judge``, as MT-Bench and Chatbot Arena write them) are read the same
+# way; the item is then the comparison, not the question.
+import tempfile
+from fractions import Fraction
+from pathlib import Path
+
+from evalcert import alarm, alarm_m2, read_decisions
+from evalcert.datasets.mtbench import load_table1
+from evalcert.plots.alarms import plot_label_curves, plot_minmax_curve
+
+table = load_table1()
+log = table.melt(id_vars="item", value_vars=["authors", "gpt4"], var_name="grader",
+                 value_name="label")
+path = Path(tempfile.mkdtemp()) / "judge_log.csv"
+log.to_csv(path, index=False)
+print(log.head(6).to_string(index=False))
+
+decisions = read_decisions(path, labels="a,b,tie")
+print(f"{len(decisions.items)} items, graders {decisions.graders}, labels {decisions.labels}")
+
+# %%
+# The alarm at 50%
+# ----------------
+# Under the M=1 axioms only each grader's label counts matter. The result lists the
+# answer keys that attain ``T`` and which (grader, label) pairs bind there.
+result = alarm(decisions, Fraction(1, 2))
+print(result.summary())
+
+# %%
+# A stricter level fires: no answer key lets both graders be better than 70% on every
+# label, so at least one of them is worse than 70% on some label, whatever the truth.
+strict = alarm(decisions, "0.7", curves=False)
+print(f"x = 0.7: fires = {strict.fires} (T = {strict.T})")
+
+# %%
+# The min-max curve (Fig. 7 of paper 003)
+# ---------------------------------------
+# Each point is one answer key ``q``: the best minimum label accuracy ``v(q)`` the two
+# graders could have if ``q`` were the truth. ``T`` is the top of the curve.
+fig_curve = plot_minmax_curve(result)
+
+# %%
+# And per label (Fig. 8): which label limits the graders.
+fig_labels = plot_label_curves(result)
+
+# %%
+# Pairs of graders (M=2)
+# ----------------------
+# The M=2 axioms also use how the two graders' decisions co-occur item by item, which
+# can only lower ``T`` (the set of consistent evaluations shrinks). Each candidate is an
+# integer program solved with PuLP (HiGHS or CBC); ``T`` stays an exact fraction.
+result_m2 = alarm_m2(decisions, Fraction(1, 2))
+print(f"M=1: T = {result.T};  M=2: T = {result_m2.T};  M=2 fires at 1/2: {result_m2.fires}")
+
+# %%
+# The same from the command line
+# ------------------------------
+# .. code-block:: bash
+#
+#    evalcert audit judge_log.csv --threshold 0.5 --labels a,b,tie --plot curve.png
+#    evalcert audit judge_log.csv --threshold 0.5 --m 2 --json audit.json

@@ -1,0 +1,265 @@
+"""The full-joint alarm, and the exact driver shared with M=2 (paper 003, App. C extended).
+
+Full joint: the set of evaluations consistent with the question-aligned decisions of all
+N graders at once. Items with the same joint decision pattern ``p`` (one label, or "skipped",
+per grader) are exchangeable, so an answer key is, exactly, a split of each pattern count
+``c_p`` by true label: integers ``x[p][t] >= 0`` with ``sum_t x[p][t] = c_p`` (at most
+``min(Q, (R+1)^N)`` patterns). Then
+
+* ``Q_t = sum_p x[p][t]`` -- the key's label counts;
+* ``correct[i][t] = sum_{p : p_i = t} x[p][t]`` -- items of true label ``t`` grader ``i``
+  got right;
+* ``den[i][t] = sum_{p : p_i decided} x[p][t]`` -- items of true label ``t`` grader ``i``
+  decided (``= Q_t`` when nobody skips).
+
+Every item-level answer key gives such an ``x`` and every ``x`` comes from one, so the
+alarm "every grader better than ``x`` on every label" fires iff no ``x`` has
+``correct > x * den`` wherever ``den > 0``: this is the whole truth of the decisions (the
+M=1 and M=2 sets are relaxations of it, so ``T_full <= T_2 <= T_1``). With skipped items
+(``on_missing="keep"``) each grader is judged on the items it decided; the key still covers
+every item, so the guarantee is the same statement, per grader, on its own items.
+
+``T`` is found by :func:`evalcert.logic.search.max_ratio` (exact, ``~2 log2 Q`` ILPs); the
+witness of every feasible answer is re-checked in integer arithmetic. Dawid & Skene's 45
+patients with 5 raters (first rating each, 4 labels): see ``tests/logic/test_joint.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from fractions import Fraction
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pulp
+
+from evalcert.errors import CertificateError, InputError
+from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
+from evalcert.logic.ilp import run_solver
+from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
+from evalcert.logic.search import check_integer_solution, max_ratio
+from evalcert.logic.summaries import Decisions, as_threshold
+
+__all__ = ["JointModel", "joint_patterns", "exact_alarm", "alarm_full", "full_alarm_threshold"]
+
+#: most joint decision patterns the full-joint ILP accepts (R labels x patterns variables)
+MAX_PATTERNS = 20_000
+
+
+def joint_patterns(decisions: Decisions) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct joint decision patterns ``(P, N)`` (``-1`` = skipped) and their counts."""
+    pats, counts = np.unique(decisions.array, axis=0, return_counts=True)
+    return pats, counts
+
+
+class JointModel:
+    """PuLP model of the full joint: pattern counts split by true label.
+
+    Attributes ``prob``, ``q`` (key label counts, expressions), ``correct[i][t]`` and
+    ``den[i][t]`` (expressions), as in the module docstring.
+    """
+
+    def __init__(self, decisions: Decisions, key: Sequence[int] | None = None,
+                 lower: Sequence[int] | None = None, upper: Sequence[int] | None = None,
+                 sense: int = pulp.LpMaximize):
+        pats, counts = joint_patterns(decisions)
+        if len(pats) > MAX_PATTERNS:
+            raise InputError(f"{len(pats)} distinct joint decision patterns (limit "
+                             f"{MAX_PATTERNS}); use --m 2 or fewer graders")
+        r, n = len(decisions.labels), len(decisions.items)
+        self.prob = pulp.LpProblem("full_joint", sense)
+        x = [[self.prob.add_variable(f"x_{p}_{t}", 0, int(c), cat="Integer") for t in range(r)]
+             for p, c in enumerate(counts)]
+        for p, c in enumerate(counts):
+            self.prob += pulp.lpSum(x[p]) == int(c), f"pattern_{p}"
+        self.q = [pulp.lpSum(x[p][t] for p in range(len(pats))) for t in range(r)]
+        if key is not None:
+            key = tuple(int(v) for v in key)
+            if len(key) != r or min(key) < 0 or sum(key) != n:
+                raise InputError(f"answer key {key} must have {r} entries >= 0 summing to Q={n}")
+            for t in range(r):
+                self.prob += self.q[t] == key[t], f"key_{t}"
+        elif lower is not None or upper is not None:
+            lo, hi = qcomplex_bounds(n, r, lower, upper)
+            for t in range(r):
+                self.prob += self.q[t] >= lo[t], f"lower_{t}"
+                self.prob += self.q[t] <= hi[t], f"upper_{t}"
+        self.correct = [[pulp.lpSum(x[p][t] for p in range(len(pats)) if pats[p, i] == t)
+                         for t in range(r)] for i in range(len(decisions.graders))]
+        self.den = [[pulp.lpSum(x[p][t] for p in range(len(pats)) if pats[p, i] >= 0)
+                     for t in range(r)] for i in range(len(decisions.graders))]
+
+
+def _int(expr: Any, values: dict[str, int]) -> int:
+    if isinstance(expr, (int, np.integer)):
+        return int(expr)
+    if isinstance(expr, pulp.LpVariable):
+        return values[expr.name]
+    return int(sum(Fraction(c) * values[v.name] for v, c in expr.items()) + Fraction(expr.constant))
+
+
+@dataclasses.dataclass
+class _Spec:
+    """One model with its (correct, den) expressions, as the driver sees it."""
+
+    prob: pulp.LpProblem
+    q: list[Any]
+    correct: list[list[Any]]
+    den: list[list[Any]]
+
+
+def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, Fraction]:
+    values = check_integer_solution(spec.prob, what)
+    key = tuple(_int(e, values) for e in spec.q)
+    corr = np.array([[_int(e, values) for e in row] for row in spec.correct], dtype=np.int64)
+    den = np.array([[_int(e, values) for e in row] for row in spec.den], dtype=np.int64)
+    ratios = [Fraction(int(c), int(d)) for c, d in zip(corr.ravel(), den.ravel()) if d > 0]
+    return key, corr, den, min(ratios) if ratios else Fraction(1)
+
+
+def _add_level(spec: _Spec, f: Fraction) -> None:
+    for i, row in enumerate(spec.correct):
+        for t, corr in enumerate(row):
+            spec.prob += f.denominator * corr >= f.numerator * spec.den[i][t], f"level_{i}_{t}"
+
+
+def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decisions,
+                threshold: Any, *, upper: Fraction, m: int | str, method: str,
+                solver: str = "highs", candidates: Callable[[Fraction], Any] | None = None,
+                n_keys: int | None = None, max_checks: int = 200, max_binding_keys: int = 3,
+                verbose: bool = False) -> AlarmResult:
+    """Alarm from a model builder: exact ``T`` by :func:`max_ratio`, attaining keys and
+    binding (grader, label) pairs by fixed-key ILPs, every feasible point re-checked.
+
+    ``candidates(T)`` returns ``(count, keys)`` of keys that may attain ``T`` (a superset, e.g.
+    the M=1 keys with ``v(q) >= T``); without it only the witness key is listed.
+    """
+    x = as_threshold(threshold)
+    start = time.perf_counter()
+    found: dict[Fraction, tuple[int, ...]] = {}
+    n_solves = 0
+
+    def solve(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
+                                               Fraction] | None:
+        nonlocal n_solves
+        n_solves += 1
+        status, _ = run_solver(spec.prob, solver)
+        return None if status == "Infeasible" else _evaluate(spec, what)
+
+    def feasible(f: Fraction) -> Fraction | None:
+        spec = build(None)
+        spec.prob += pulp.lpSum([])
+        _add_level(spec, f)
+        out = solve(spec, f"{method} at level {f}")
+        if verbose:
+            print(f"  level {f}: {'feasible' if out else 'infeasible'} ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+        if out is None:
+            return None
+        if out[3] < f:
+            raise CertificateError(f"{method}: the solver's point reaches only {out[3]} < {f}")
+        found[out[3]] = out[0]
+        return out[3]
+
+    t_val, _ = max_ratio(feasible, upper, len(decisions.items))
+    if t_val not in found:  # T = 0 without a feasible call yet: get a witness
+        feasible(t_val)
+    keys: list[tuple[int, ...]] = []
+    n_att: int | None
+    if t_val == 0 and candidates is not None:
+        n_att, listed = candidates(Fraction(0))
+        keys = list(listed)
+    elif candidates is not None and candidates(t_val)[0] <= max_checks:
+        _, cand = candidates(t_val)
+        for key in cand:
+            spec = build(key)
+            spec.prob += pulp.lpSum([])
+            _add_level(spec, t_val)
+            if solve(spec, f"{method} at key {key}") is not None:
+                keys.append(tuple(key))
+        n_att = len(keys)
+    else:
+        keys, n_att = [found[t_val]], None
+    binding: dict[tuple[str, str], None] = {}
+    for key in (keys[:max_binding_keys] if t_val > 0 else []):
+        for i, g in enumerate(decisions.graders):
+            for t, lab in enumerate(decisions.labels):
+                spec = build(key)
+                _add_level(spec, t_val)
+                slack = t_val.denominator * spec.correct[i][t] - t_val.numerator * spec.den[i][t]
+                spec.prob += slack
+                out = solve(spec, f"{method} binding {g}/{lab} at {key}")
+                if out is not None and out[1][i, t] * t_val.denominator == \
+                        t_val.numerator * out[2][i, t] and out[2][i, t] > 0:
+                    binding[(g, lab)] = None
+    return AlarmResult(threshold=x, fires=x >= t_val, T=t_val, attaining_keys=tuple(keys),
+                       n_attaining=n_att, binding=tuple(binding), m=m, n_keys=n_keys,
+                       labels=decisions.labels, graders=decisions.graders,
+                       method=f"{method} ({solver})", n_solves=n_solves,
+                       seconds=time.perf_counter() - start)
+
+
+def _m1_candidates(decisions: Decisions, lower: Any, upper: Any, limit: int):
+    counts = decisions.label_counts()
+    return lambda t: attaining_keys(counts, t, lower=lower, upper=upper, limit=limit)
+
+
+def _check(decisions: Any) -> Decisions:
+    if not isinstance(decisions, Decisions):
+        raise InputError("the full-joint alarm needs question-aligned decisions (item, "
+                         "grader, label), not label counts; read them with read_decisions()")
+    return decisions
+
+
+def full_alarm_threshold(decisions: Decisions, *, lower: Sequence[int] | None = None,
+                         upper: Sequence[int] | None = None, solver: str = "highs") -> Fraction:
+    """Exact full-joint threshold ``T_full`` (see :func:`alarm_full`)."""
+    return alarm_full(decisions, "0", lower=lower, upper=upper, solver=solver,
+                      max_checks=0, max_binding_keys=0).T
+
+
+def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | None = None,
+               upper: Sequence[int] | None = None, solver: str = "highs",
+               max_checks: int = 200, max_binding_keys: int = 3, max_keys: int = 1000,
+               verbose: bool = False) -> AlarmResult:
+    """No-knowledge alarm on the full joint of the graders' aligned decisions.
+
+    Parameters
+    ----------
+    decisions : Decisions
+        Skipped decisions (``-1``, from ``on_missing="keep"``) are allowed: each grader is
+        then judged on the items it decided.
+    threshold : level ``x`` in [0, 1]
+    lower, upper : bounds on the key's label counts
+    max_checks : list the attaining keys exactly when at most this many M=1 candidates
+        exist (complete decisions only); otherwise ``n_attaining`` is None and only a
+        witness key is listed
+    max_binding_keys : keys at which binding (grader, label) pairs are computed
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> r = alarm_full(table1_decisions(), "0.5")
+    >>> r.T, r.attaining_keys
+    (Fraction(5, 8), ((6, 16, 3), (8, 14, 3)))
+    """
+    dec = _check(decisions)
+    n, r = len(dec.items), len(dec.labels)
+    lo, hi = qcomplex_bounds(n, r, lower, upper)
+    bounded = lower is not None or upper is not None
+
+    def build(key: Sequence[int] | None) -> _Spec:
+        model = JointModel(dec, key=key, lower=lo if bounded else None,
+                           upper=hi if bounded else None)
+        return _Spec(model.prob, model.q, model.correct, model.den)
+
+    if dec.complete:
+        top = alarm_threshold(dec.label_counts(), lower=lo, upper=hi)
+        cands = _m1_candidates(dec, lo, hi, max_keys)
+    else:
+        top, cands = Fraction(1), None
+    return exact_alarm(build, dec, threshold, upper=top, m="full", method="full-joint ILP",
+                       solver=solver, candidates=cands, n_keys=qcomplex_size(n, r, lo, hi),
+                       max_checks=max_checks, max_binding_keys=max_binding_keys,
+                       verbose=verbose)

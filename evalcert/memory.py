@@ -1,0 +1,126 @@
+"""Memory honesty: estimate what an allocation needs and refuse it before it fails.
+
+Large allocations (a dense K x J copy of the scores, a solver's matrices) are
+checked against the memory this process can still get, so a job that would die
+in the allocator (or be killed by the kernel) is refused up front with the
+numbers and the API to use instead.
+
+``memory_available()`` reads ``MemAvailable`` from ``/proc/meminfo`` (Linux),
+capped by the cgroup limit of a container (``memory.max`` minus
+``memory.current``, cgroup v2; ``memory.limit_in_bytes`` minus
+``memory.usage_in_bytes``, v1); elsewhere it falls back to
+``os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")``. No psutil.
+
+Example
+-------
+>>> estimate_bytes((1000, 2000))            # a dense float64 1000 x 2000 matrix
+16000000
+>>> estimate_bytes(10, "int64", copies=3)
+240
+>>> require_memory(1024, "a tiny array")    # fits: returns the bytes needed
+1024
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from evalcert.errors import InputError
+
+__all__ = ["estimate_bytes", "memory_available", "require_memory", "format_bytes",
+           "USABLE_FRACTION"]
+
+#: share of the available memory a single allocation may take by default
+USABLE_FRACTION = 0.5
+
+
+def format_bytes(n: float) -> str:
+    """Human-readable size: ``format_bytes(3 * 2**30) == '3.0 GiB'``."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def estimate_bytes(shape: int | Sequence[int], dtype: str | np.dtype | type = "float64",
+                   copies: int = 1) -> int:
+    """Bytes of ``copies`` arrays of ``shape`` and ``dtype``.
+
+    ``shape`` is an element count or a shape tuple; the product is taken in
+    Python integers, so 10^4 x 10^6 does not overflow.
+    """
+    count = int(shape) if np.isscalar(shape) else int(np.prod([int(s) for s in shape],
+                                                               dtype=object))
+    return count * np.dtype(dtype).itemsize * int(copies)
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _cgroup_headroom() -> int | None:
+    for limit_file, usage_file in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                                   ("/sys/fs/cgroup/memory/memory.limit_in_bytes",
+                                    "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        limit, usage = _read_int(limit_file), _read_int(usage_file)
+        if limit is not None and usage is not None and limit < 2 ** 60:
+            return max(limit - usage, 0)
+    return None
+
+
+def memory_available() -> int:
+    """Bytes this process can still allocate without swapping (best estimate)."""
+    avail = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    avail = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    if avail is None:
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            avail = 2 ** 62      # unknown platform: do not refuse on a guess
+    cgroup = _cgroup_headroom()
+    return min(avail, cgroup) if cgroup is not None else avail
+
+
+def require_memory(nbytes: int, what: str, instead: str = "",
+                   fraction: float = USABLE_FRACTION) -> int:
+    """Return ``nbytes`` if it fits in ``fraction`` of the available memory, else refuse.
+
+    Parameters
+    ----------
+    nbytes : int
+        Estimated need (see :func:`estimate_bytes`).
+    what : str
+        What would be allocated, for the message (e.g. "a dense 10000 x 1000000 copy").
+    instead : str
+        The API or option to use instead, appended to the message.
+    fraction : float
+        Share of :func:`memory_available` one allocation may take.
+
+    Raises
+    ------
+    InputError
+        With the bytes needed, the bytes available and ``instead``.
+    """
+    avail = memory_available()
+    if nbytes > fraction * avail:
+        raise InputError(f"{what} needs {format_bytes(nbytes)} but only {format_bytes(avail)} "
+                         f"of memory is available (at most {fraction:.0%} of it is used for one "
+                         f"allocation)" + (f"; {instead}" if instead else ""))
+    return int(nbytes)

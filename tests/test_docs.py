@@ -1,0 +1,101 @@
+"""The documentation site builds with warnings as errors, tutorials executed.
+
+CI installs the docs tools with the ``test`` extra, so this test runs there; without
+them (or without the ``docs/`` folder, e.g. from an sdist) it skips with the reason.
+The site is built from a copy of ``docs/`` in a temporary folder, so sphinx-gallery's
+generated pages never land in the working tree.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+TOOLS = ("sphinx", "pydata_sphinx_theme", "numpydoc", "sphinx_gallery")
+TUTORIALS = sorted(p.stem for p in (DOCS / "tutorials").glob("plot_*.py"))
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """Build the site once (``-W``: any warning fails the build); return the HTML folder."""
+    missing = [t for t in TOOLS if importlib.util.find_spec(t) is None]
+    if missing:
+        pytest.skip(f"docs tools not installed ({', '.join(missing)}): "
+                    "pip install '.[docs]' to build the site")
+    if not (DOCS / "conf.py").is_file():
+        pytest.skip(f"{DOCS} is absent (the docs are not shipped in the package)")
+    root = tmp_path_factory.mktemp("docs")
+    src = root / "src"
+    shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "auto_tutorials",
+                                                             "__pycache__"))
+    out = root / "html"
+    env = {**os.environ, "MPLBACKEND": "Agg", "OPENBLAS_NUM_THREADS": "1",
+           "PYTHONWARNINGS": "ignore::UserWarning:numpydoc.docscrape"}
+    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q",
+                           "-b", "html", "-d", str(root / "doctrees"), str(src), str(out)],
+                          capture_output=True, text=True, timeout=900, env=env, cwd=root)
+    assert proc.returncode == 0, f"docs build failed:\n{proc.stderr[-6000:]}"
+    return out
+
+
+def test_build_has_every_page(site):
+    for page in ("index", "getting_started", "certificates", "cli", "api/index",
+                 "papers/index", "auto_tutorials/index"):
+        assert (site / f"{page}.html").is_file(), page
+    assert len(list((site / "papers").glob("*.html"))) >= 5  # index + one page per paper
+
+
+@pytest.mark.parametrize("tutorial", TUTORIALS)
+def test_tutorial_executed_with_figure(site, tutorial):
+    html = (site / "auto_tutorials" / f"{tutorial}.html").read_text(encoding="utf-8")
+    assert "sphx-glr-script-out" in html, f"{tutorial}: no captured output"
+    images = re.findall(r'src="[^"]*_images/sphx_glr_' + tutorial + r'_\d+\.png"', html)
+    assert images, f"{tutorial}: no figure captured"
+
+
+def test_there_is_a_tutorial_per_job():
+    assert len(TUTORIALS) >= 4
+    jobs = ("certificate", "audit", "irt", "backend")
+    assert all(any(job in t for t in TUTORIALS) for job in jobs), TUTORIALS
+
+
+def test_cli_reference_lists_every_verb_and_flag(site):
+    import argparse
+
+    from docutils.nodes import make_id
+
+    from evalcert.cli import build_parser
+
+    html = (site / "cli.html").read_text(encoding="utf-8")
+
+    def walk(parser: argparse.ArgumentParser, path: tuple[str, ...]):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield path + (name,), sub
+                    yield from walk(sub, path + (name,))
+
+    verbs = list(walk(build_parser(), ("evalcert",)))
+    assert verbs
+    for path, sub in verbs:
+        assert f'id="{make_id("cli-" + "-".join(path[1:]))}"' in html, path
+        for action in sub._actions:
+            for flag in action.option_strings:
+                if flag.startswith("--"):
+                    assert flag in html, (path, flag)
+
+
+def test_api_reference_links_every_public_name(site):
+    import evalcert
+
+    html = (site / "api" / "index.html").read_text(encoding="utf-8")
+    for name in evalcert._PUBLIC:
+        assert re.search(rf'href="[^"]+#evalcert\.[\w.]*\b{name}"', html), name
