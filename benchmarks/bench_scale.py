@@ -51,7 +51,8 @@ def generate(K: int, J: int, n: int | None, seed: int = 0):
         rows = np.repeat(np.arange(K, dtype=np.int64), J)
         cols = np.tile(np.arange(J, dtype=np.int64), K)
     else:
-        cols = np.repeat(np.arange(J, dtype=np.int64), -(-n // J))[:n]
+        cols = np.r_[np.repeat(np.arange(J, dtype=np.int64), n // J),
+                     rng.integers(0, J, n - J * (n // J))]
         rows = rng.integers(0, K, n)
         rows[:K] = np.arange(K)                     # every agent observed at least once
         flat = np.unique(rows * J + cols)           # drop repeated pairs
@@ -146,7 +147,13 @@ def main(argv=None) -> None:
             queue = ctx.Queue()
             proc = ctx.Process(target=run_case, args=(str(path), args.osqp_limit, queue))
             proc.start()
-            out = queue.get()
+            while True:
+                try:
+                    out = queue.get(timeout=5)
+                    break
+                except Exception:          # queue.Empty: is the child still alive?
+                    if not proc.is_alive():
+                        raise SystemExit(f"the case {K} x {J} died (exit code {proc.exitcode})")
             proc.join()
             path.unlink()
             name = f"{K} x {J} ({'complete' if n is None else 'sparse'})"

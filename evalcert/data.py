@@ -103,6 +103,16 @@ class ConnectivityReport(ResultMixin):
         Fewest observed items of any agent and fewest observed agents of any item.
     agent_degrees, item_degrees : ndarray of int
         Observed cells per agent and per item.
+
+    Examples
+    --------
+    Two agents that share no item cannot be put on one scale:
+
+    >>> import numpy as np
+    >>> S = ScoreMatrix.from_array(np.array([[0.5, np.nan], [np.nan, 0.2]]))
+    >>> report = S.connectivity()
+    >>> report.n_components, report.min_agent_degree
+    (2, 1)
     """
 
     n_components: int
@@ -701,6 +711,15 @@ def read_scores(path: str | Path, format: Literal["wide", "long"] = "wide",
         Unreadable file, no header row, duplicate item columns or (agent, item)
         pairs, empty agent names, booleans or text as scores, scores outside
         ``bounds``, agents or items without a score.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "scores.csv"
+    >>> _ = path.write_text("agent,q1,q2\\nm1,0.5,-0.25\\nm2,,1.0\\n")  # an empty cell is unobserved
+    >>> S = read_scores(path)
+    >>> S.agents, S.items, S.n_observed
+    (('m1', 'm2'), ('q1', 'q2'), 3)
     """
     from evalcert.tables import read_table, table_format
     path = Path(path)

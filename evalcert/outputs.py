@@ -91,6 +91,19 @@ def check_outputs(paths: dict[str, str | os.PathLike | None], *,
     """Check several outputs at once: ``{flag: path}`` (``None`` paths are skipped).
 
     Two flags naming the same file are refused too.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> check_outputs({"--json": folder / "out.json", "--plot": None},
+    ...               suffixes={"--json": (".json",)}) is None  # all paths usable
+    True
+    >>> check_outputs({"--json": folder / "out.txt"}, suffixes={"--json": (".json",)})
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: ...
     """
     inputs = [p for p in inputs if p is not None]
     seen: dict[Path, str] = {}

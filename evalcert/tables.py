@@ -42,7 +42,13 @@ _MAGIC = {b"\x1f\x8b": "gzip", b"PK\x03\x04": "zip", b"BZh": "bzip2",
 
 
 def table_format(path: str | os.PathLike) -> str:
-    """The format of ``path`` from its extension (``csv``, ``tsv``, ``parquet``, ``jsonl``, ``json``)."""
+    """The format of ``path`` from its extension (``csv``, ``tsv``, ``parquet``, ``jsonl``, ``json``).
+
+    Examples
+    --------
+    >>> table_format("scores.parquet"), table_format("log.jsonl"), table_format("x.tsv")
+    ('parquet', 'jsonl', 'tsv')
+    """
     suffix = Path(path).suffix.lower()
     if suffix not in TABLE_SUFFIXES:
         raise InputError(f"{path}: unknown file type {suffix or '(no extension)'!r}; use one of "
@@ -51,7 +57,13 @@ def table_format(path: str | os.PathLike) -> str:
 
 
 def looks_numeric(text: str) -> bool:
-    """True if ``text`` parses as a float (used to spot a missing header row)."""
+    """True if ``text`` parses as a float (used to spot a missing header row).
+
+    Examples
+    --------
+    >>> looks_numeric("0.25"), looks_numeric(" 1e-3 "), looks_numeric("gpt-4")
+    (True, True, False)
+    """
     try:
         float(text)
     except (TypeError, ValueError):

@@ -48,7 +48,8 @@ print(result.summary())
 # true optimum. The binding constraints say which agents and items sit on the box.
 cert = result.certificate
 print("passed:", cert.passed)
-print(f"objective {result.objective:.6f}, certified lower bound {cert.lower_bound:.6f}")
+print(f"objective {result.objective:.6f}, "
+      f"certified lower bound {cert.lower_bound:.6f}")
 for group in cert.binding:
     print(f"{group['side']} box binds for agents {group['agents']} "
           f"on {len(group['items'])} items")

@@ -13,15 +13,18 @@ fires iff ``x >= T``. Nothing here is estimated; a silent alarm does not prove t
 graders are good, but a firing one proves that at least one of them is not.
 
 Data: the 25 MT-Bench pairwise comparisons of paper 003's Table I, shipped with
-evalcert, written out as a judge log in the long ``item,grader,label`` format.
+evalcert, written out as a judge log the way MT-Bench and Chatbot Arena store judgments.
 """
 
 # %%
 # A judge log
 # -----------
-# One row per (item, grader) decision. Pairwise judge logs (``question_id, model_a,
-# model_b, winner, judge``, as MT-Bench and Chatbot Arena write them) are read the same
-# way; the item is then the comparison, not the question.
+# One JSON line per judgment: ``question_id, model_a, model_b, winner, judge``. The
+# item is the comparison ``(question_id, model_a, model_b)``, not the question (question
+# ids repeat across pairs), and ``winner`` values ``model_a``/``model_b``/``tie`` become
+# the labels ``a``/``b``/``tie``; anything else is counted as unparseable, never guessed.
+# Long ``item,grader,label`` tables and wide tables (one column per grader) are read
+# the same way, from CSV, TSV, Parquet or JSONL.
 import tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -31,14 +34,16 @@ from evalcert.datasets.mtbench import load_table1
 from evalcert.plots.alarms import plot_label_curves, plot_minmax_curve
 
 table = load_table1()
-log = table.melt(id_vars="item", value_vars=["authors", "gpt4"], var_name="grader",
-                 value_name="label")
-path = Path(tempfile.mkdtemp()) / "judge_log.csv"
-log.to_csv(path, index=False)
-print(log.head(6).to_string(index=False))
+log = table.melt(id_vars=["question_id", "model_a", "model_b"],
+                 value_vars=["authors", "gpt4"], var_name="judge", value_name="winner")
+log["winner"] = log["winner"].map({"a": "model_a", "b": "model_b", "tie": "tie"})
+path = Path(tempfile.mkdtemp()) / "judgments.jsonl"
+log.to_json(path, orient="records", lines=True)
+print("\n".join(path.read_text().splitlines()[:3]))
 
-decisions = read_decisions(path, labels="a,b,tie")
-print(f"{len(decisions.items)} items, graders {decisions.graders}, labels {decisions.labels}")
+decisions = read_decisions(path)
+print(f"{len(decisions.items)} items, graders {decisions.graders}, "
+      f"labels {decisions.labels}")
 
 # %%
 # The alarm at 50%
@@ -72,12 +77,13 @@ fig_labels = plot_label_curves(result)
 # can only lower ``T`` (the set of consistent evaluations shrinks). Each candidate is an
 # integer program solved with PuLP (HiGHS or CBC); ``T`` stays an exact fraction.
 result_m2 = alarm_m2(decisions, Fraction(1, 2))
-print(f"M=1: T = {result.T};  M=2: T = {result_m2.T};  M=2 fires at 1/2: {result_m2.fires}")
+print(f"M=1: T = {result.T};  M=2: T = {result_m2.T}; "
+      f"M=2 fires at 1/2: {result_m2.fires}")
 
 # %%
 # The same from the command line
 # ------------------------------
 # .. code-block:: bash
 #
-#    evalcert audit judge_log.csv --threshold 0.5 --labels a,b,tie --plot curve.png
-#    evalcert audit judge_log.csv --threshold 0.5 --m 2 --json audit.json
+#    evalcert audit judgments.jsonl --threshold 0.5 --plot curve.png
+#    evalcert audit judgments.jsonl --threshold 0.5 --m 2 --json audit.json

@@ -217,14 +217,15 @@ def synthetic_scores(K: int, J: int, coverage: float, spread: float,
 
 
 def clipped_linear_family(sizes: Sequence[tuple[int, int]], seeds: Sequence[int],
-                          boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
+                          boxes: Sequence[str] = ("all", "observed"),
+                          regimes: Sequence[str] = tuple(SPREAD)) -> list[QPProblem]:
     """Every box x density x regime x size x seed combination."""
     out = []
     for (K, J) in sizes:
         for seed in seeds:
             for box in boxes:
                 for dens, cov in COVERAGE.items():
-                    for regime, spread in SPREAD.items():
+                    for regime, spread in ((r, SPREAD[r]) for r in regimes):
                         rng = np.random.default_rng([seed, K, J, int(cov * 100),
                                                      int(spread * 100)])
                         out.append(QPProblem(
@@ -239,12 +240,12 @@ def default_data_dir() -> Path:
             / "llm-peer-prediction" / "derived")
 
 
-def real_family(data_dir: Path | None = None,
-                boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
-    """The real peer-prediction matrices present in ``data_dir`` (none if absent)."""
+def real_family(data_dir: Path | None = None, boxes: Sequence[str] = ("all", "observed"),
+                names: Sequence[str] = tuple(REAL_MATRICES)) -> list[QPProblem]:
+    """The real peer-prediction matrices ``names`` present in ``data_dir`` (none if absent)."""
     folder = default_data_dir() if data_dir is None else Path(data_dir)
     out = []
-    for short, file in REAL_MATRICES.items():
+    for short, file in ((n, REAL_MATRICES[n]) for n in names):
         if (folder / file).is_file():
             values = read_scores(folder / file).values
             out += [QPProblem("real", f"real-{short}-{box}", values, box=box) for box in boxes]
@@ -355,20 +356,22 @@ def ilp_family(m: int, n_items: Sequence[int], seeds: Sequence[int], n_labels: i
     return out
 
 
-#: Sizes and seeds of each family. ``quick`` (one seed, the smaller sizes;
-#: 19 QPs with the real data, 4 ILPs) is meant to finish in well under two
-#: minutes on two shared cores with every backend; ``full`` takes the time stated
-#: in the module docstring of :mod:`evalcert.benchmarking.runner`.
+#: Sizes and seeds of each family. ``quick`` (one seed, small sizes, the
+#: saturated regime only, the smallest real matrix; 13 QPs with the real data
+#: and 4 ILPs) finishes in about a minute of CPU time with the 12 backends
+#: installed here; ``full`` takes the time stated in the module docstring of
+#: :mod:`evalcert.benchmarking.runner`.
 SCALES = {
-    "quick": {"sizes": [(20, 120)], "seeds": [0], "boot_sizes": [(10, 50)],
-              "refits": 5, "gini_sizes": [(10, 50)],
-              "sparse": [(60, 600, 0.05), (150, 1500, 0.02)],
+    "quick": {"sizes": [(20, 120)], "seeds": [0], "regimes": ["saturated"],
+              "real": ["iclr"], "boot_sizes": [(10, 50)], "refits": 3,
+              "gini_sizes": [(10, 50)], "sparse": [(30, 300, 0.05), (60, 600, 0.03)],
               "ilp_items": [20, 60], "ilp_seeds": [0]},
     "full": {"sizes": [(10, 50), (30, 200), (100, 1000)], "seeds": [0, 1, 2],
+             "regimes": list(SPREAD), "real": list(REAL_MATRICES),
              "boot_sizes": [(30, 200)], "refits": 50,
              "gini_sizes": [(10, 50), (20, 120), (40, 300)],
-             "sparse": [(60, 600, 0.05), (150, 1500, 0.02), (400, 4000, 0.01),
-                        (1000, 10000, 0.005)],
+             "sparse": [(30, 300, 0.05), (60, 600, 0.03), (150, 1500, 0.02),
+                        (400, 4000, 0.01), (1000, 10000, 0.005)],
              "ilp_items": [20, 60, 200], "ilp_seeds": [0, 1, 2]},
 }
 
@@ -383,8 +386,9 @@ def make_problems(families: Sequence[str] = FAMILIES, scale: str = "quick",
         raise InputError(f"scale must be one of {list(SCALES)}, got {scale!r}")
     c = SCALES[scale]
     makers = {
-        "clipped-linear": lambda: clipped_linear_family(c["sizes"], c["seeds"]),
-        "real": lambda: real_family(data_dir),
+        "clipped-linear": lambda: clipped_linear_family(c["sizes"], c["seeds"],
+                                                        regimes=c["regimes"]),
+        "real": lambda: real_family(data_dir, names=c["real"]),
         "bootstrap": lambda: bootstrap_family(c["boot_sizes"], c["refits"], c["seeds"]),
         "gini-hard": lambda: gini_hard_family(c["gini_sizes"], c["seeds"]),
         "sparse": lambda: sparse_family(c["sparse"], [0]),

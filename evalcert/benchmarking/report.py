@@ -135,7 +135,9 @@ def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | No
         f"Finished {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; "
         f"{len(result.records)} runs on {s['n_problems']} problems in "
         f"{result.wall_seconds:.1f} s wall ({s['joblib_backend']}, "
-        f"n_jobs={s['n_jobs']}).",
+        f"n_jobs={s['n_jobs']}); {m.get('cpu_seconds', math.nan):.1f} s of CPU time (this "
+        "process and its workers: when wall x workers is much larger, the machine was "
+        "shared).",
         "## Machine",
         f"- CPU: {m['cpu']}; {m['cpu_count']} logical CPUs, {m['usable_cpus']} usable\n"
         f"- load average (1/5/15 min) before: {', '.join(f'{v:.2f}' for v in m['load_before'])}"

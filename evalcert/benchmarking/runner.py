@@ -9,6 +9,8 @@ process pool (``loky``), a Dask cluster (``joblib_backend="dask"`` inside a
    solvers' C/Rust libraries allocate themselves (OSQP, Clarabel, SCS, ECOS,
    HiGHS workspaces). This pass also warms up lazy imports and caches, so the
    timed pass measures steady-state cost;
+   (Forked runs, the default with ``n_jobs != 1``, skip this pass: each run
+   happens once and its memory is the process's peak resident size.)
 2. runs it again untraced and times it (build / compile / solve);
 3. certifies the answer itself: QPs with :func:`~evalcert.solvers.certificates.qp_certificate`
    rebuilt from the problem data at the profile's tolerance ``Tolerance(tier, tier)``
@@ -21,13 +23,17 @@ Tolerance profiles are the accuracy tiers of the benchmark conventions:
 ``low`` 1e-3, ``default`` 1e-6, ``high`` 1e-9. The ILPs are exact (``gapRel=0``)
 and run once, under the profile ``exact``.
 
-Measured durations on two shared cores (``--jobs 2``, load average 6-11 from
-other jobs): ``evalcert bench --quick`` (30 problems, 476 runs) 61 s of runs,
-65 s wall. The full grid (``evalcert bench``: 111 problems, 1710 runs, sizes up
-to 100 x 1000 and 40 x 300 rectangle QPs, 3 seeds) did 1100 runs in 12.6 min
-before it was stopped; expect 35-45 min at that load and about half on two
-idle cores, dominated by the 100 x 1000 fits (CVXPY compilation, SCS and ECOS
-at the high tier) and by the 50-refit bootstrap batches.
+Measured durations on two shared cores (``--jobs 2``; load average 8.5-10 from
+other jobs; 10 QP backends + 2 ILP backends installed): ``evalcert bench
+--quick`` (17 problems, 398 runs, time limit 3 s) 138 s of runs, 156 s wall,
+45 s of CPU time -- so about 25-30 s on two idle cores. The full grid
+(``evalcert bench``: 121 problems, about 3110 runs, sizes up to 100 x 1000,
+sparse designs up to 60 000 cells, 50-refit bootstrap batches, 3 seeds) was
+not run end to end here; **estimated** from the quick run's per-run times
+and the share of runs expected at the 10 s limit (most CVXPY and qpsolvers
+runs at 100 x 1000, on the two largest sparse designs and on the bootstrap
+batches): about 6600 s of runs, i.e. 45-70 min wall at that load and 15-25 min
+on two idle cores.
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ class Profile:
 PROFILES = {"low": Profile("low", 1e-3), "default": Profile("default", 1e-6),
             "high": Profile("high", 1e-9)}
 EXACT = Profile("exact", 0.0)
+#: Seconds per run of ``bench(quick=True)`` unless given.
+QUICK_TIME_LIMIT = 3.0
 
 
 def _certify_qp(problem: QPProblem | StandardQP, attempt: Attempt,
@@ -257,6 +265,7 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
         tasks += [(problem, b, prof, time_limit, memory)
                   for prof in tiers for b in backends if b.kind == problem.kind]
     machine = dict(machine_info(), load_before=os.getloadavg())
+    cpu_start = os.times()
     start = time.perf_counter()
     forked = joblib_backend == "processes" and n_jobs != 1 and AVAILABLE
     if forked:
@@ -278,6 +287,8 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
     wall = time.perf_counter() - start
     records = with_objective_errors(records)
     machine["load_after"] = os.getloadavg()
+    cpu_end = os.times()
+    machine["cpu_seconds"] = sum(cpu_end[:4]) - sum(cpu_start[:4])   # self + children
     return BenchmarkResult(
         records=tuple(records), summaries=tuple(summarise(records, time_limit, shift)),
         profiles=tuple(performance_profiles(records)),
@@ -322,7 +333,8 @@ def bench(families: Sequence[str] = FAMILIES, backends: Sequence[str] | None = N
 
     The one library call behind ``evalcert bench``; ``command`` (the command
     line that made the run) is written into the report; ``options`` go to
-    :func:`run_benchmark` (``time_limit``, ``n_jobs``, ...). Before any run,
+    :func:`run_benchmark` (``time_limit``: default 10 s, :data:`QUICK_TIME_LIMIT`
+    with ``quick``; ``n_jobs``, ...). Before any run,
     the report's files in ``out`` are checked (:func:`check_report_paths`: an
     existing ``report.md`` is only replaced with ``force=True``), and a
     ``real`` family without data is reported on stderr and in the report.
@@ -347,6 +359,7 @@ def bench(families: Sequence[str] = FAMILIES, backends: Sequence[str] | None = N
     if not problems:
         raise InputError(f"no problems to run in families {list(families)}"
                          + (f" ({notes[0]})" if notes else ""))
+    options.setdefault("time_limit", QUICK_TIME_LIMIT if quick else 10.0)
     result = run_benchmark(problems, selected, profiles, **options)
     result = dataclasses.replace(result, settings={**result.settings, "notes": notes,
                                                    "scale": "quick" if quick else "full"})

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["positive_int", "nonnegative_int", "int_range", "finite_float", "positive_float",
+__all__ = ["positive_int", "nonnegative_int", "int_range", "float_range", "finite_float", "positive_float",
            "nonnegative_float", "probability", "open_probability", "fraction",
            "OUTPUT_FLAGS_HELP", "PLOT_SUFFIXES"]
 
@@ -77,6 +77,23 @@ def int_range(low: int, high: int):
         return value
 
     parse.__name__ = f"integer in [{low}, {high}]"
+    return parse
+
+
+def float_range(low: float, high: float):
+    """A ``type=`` function for finite numbers in ``[low, high]``.
+
+    >>> float_range(0, 1e100)("1e-6")
+    1e-06
+    """
+    def parse(text: str) -> float:
+        value = _float(text, f"a number in [{low:g}, {high:g}]")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"must be a number in [{low:g}, {high:g}], got "
+                                             f"{text!r}")
+        return value
+
+    parse.__name__ = f"number in [{low:g}, {high:g}]"
     return parse
 
 

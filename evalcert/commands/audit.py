@@ -1,12 +1,13 @@
-"""``evalcert audit``: the no-knowledge alarm of paper 003 on a decisions CSV or a JSON
-label-count summary (one call to :func:`evalcert.logic.alarm` or
-:func:`evalcert.logic.alarm_m2`)."""
+"""``evalcert audit``: the no-knowledge alarm of paper 003 on a judge log or a JSON label-count
+summary (one call to :func:`evalcert.logic.audit.run_audit`).
+
+Nothing heavy is imported while the parser is built: the library loads inside :func:`run`.
+"""
 
 from __future__ import annotations
 
 import argparse
-
-from evalcert.errors import InputError
+import sys
 
 __all__ = ["register", "run"]
 
@@ -17,47 +18,68 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "audit", help="exact no-knowledge alarm for graders (LLM judges) without answer keys",
         description="Fire if no answer key lets every grader be better than THRESHOLD on "
                     "every label; print the exact threshold T, the keys attaining it and the "
-                    "binding grader and label.")
-    parser.add_argument("path", help="decisions CSV (item,grader,label, or wide: item + one "
-                                     "column per grader) or JSON {grader: {label: count}}")
+                    "binding grader and label. Counts of dropped, skipped and unparseable "
+                    "decisions go to stderr and the JSON.")
+    parser.add_argument("path", help="judge log (CSV/TSV/JSONL/JSON records/Parquet: long "
+                                     "item,grader,label; wide item + one column per grader; or "
+                                     "pairwise question_id,model_a,model_b,winner,judge) or a "
+                                     "JSON object {grader: {label: count}}")
+    parser.add_argument("--format", default="auto", choices=("auto", "long", "wide", "pairwise"),
+                        help="table layout (default: detected from the columns)")
+    parser.add_argument("--item-col", default=None, help="item column (default item)")
+    parser.add_argument("--grader-col", default=None,
+                        help="grader column (default grader; pairwise: judge)")
+    parser.add_argument("--label-col", default=None,
+                        help="label column (default label; pairwise: winner)")
+    parser.add_argument("--label-map", default=None,
+                        help="rename raw labels first, e.g. 0=tie,1=a")
     parser.add_argument("--threshold", default="0.5",
                         help="accuracy level x in [0, 1] (default 0.5)")
     parser.add_argument("--labels", default=None, help="declared labels, e.g. a,b,tie")
     parser.add_argument("--graders", default=None,
-                        help="wide CSV only: comma-separated grader columns (default: all "
-                             "columns but item)")
-    parser.add_argument("--m", type=int, choices=(1, 2), default=1,
-                        help="1: label counts (closed form); 2: pair counts (ILP, needs a CSV)")
-    parser.add_argument("--on-missing", choices=("error", "drop"), default="error",
-                        help="items some grader skipped: error (default) or drop them")
+                        help="comma-separated graders to audit (every format; default all)")
+    parser.add_argument("--m", choices=("1", "2", "full"), default="1",
+                        help="1: label counts (closed form); 2: pair counts (ILP); full: the "
+                             "joint of all graders' aligned decisions (ILP, the exact truth)")
+    parser.add_argument("--on-missing", choices=("error", "drop", "keep"), default="error",
+                        help="items some grader skipped: error (default), drop them for every "
+                             "grader, or keep them (--m full: each grader judged on the items "
+                             "it decided)")
     parser.add_argument("--solver", choices=("highs", "cbc"), default="highs",
-                        help="ILP solver for --m 2")
-    parser.add_argument("--plot", default=None, help="write the min-max curve (Fig. 7) here")
+                        help="ILP solver for --m 2 / full")
+    parser.add_argument("--panel", action="store_true",
+                        help="print the Sec. IV statement about the graders as a panel")
+    parser.add_argument("--plot", default=None,
+                        help="write the min-max curve (Fig. 7, aggregated) with T of the "
+                             "chosen M here (.png/.pdf/.svg)")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
+    parser.add_argument("--full-curve", action="store_true",
+                        help="include every key's value in the JSON (large at real size)")
+    parser.add_argument("--csv", default=None,
+                        help="write per-(grader, label) best accuracies at the attaining keys")
+    parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    parser.add_argument("--verbose", action="store_true", help="progress of ILP solves")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the audit and print the result's summary."""
-    from evalcert.logic import alarm, alarm_m2, load_audit_input
-    from evalcert.logic.summaries import Decisions
+    """Check outputs, read the log, run the audit, print its summary and notes."""
+    from evalcert.logic.audit import run_audit
+    from evalcert.outputs import check_outputs
 
-    graders = args.graders.split(",") if args.graders else None
-    data = load_audit_input(args.path, labels=args.labels, on_missing=args.on_missing,
-                            graders=graders)
-    if args.m == 2:
-        if not isinstance(data, Decisions):
-            raise InputError("--m 2 needs question-aligned decisions (a CSV), not label counts")
-        result = alarm_m2(data, args.threshold, solver=args.solver)
-    else:
-        result = alarm(data, args.threshold, curves=args.plot is not None)
-    print(result.summary())
-    if args.plot is not None:
-        from evalcert.plots.alarms import plot_minmax_curve
-
-        curve = result if result.curve is not None else alarm(data, args.threshold)
-        plot_minmax_curve(curve, args.plot, threshold=float(result.threshold))
-        print(f"min-max curve written to {args.plot}")
+    check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv},
+                  inputs=[args.path], force=args.force,
+                  suffixes={"--json": (".json",), "--plot": (".png", ".pdf", ".svg"),
+                            "--csv": (".csv",)})
+    report = run_audit(
+        args.path, args.threshold, m=args.m, fmt=args.format, labels=args.labels,
+        graders=args.graders.split(",") if args.graders else None,
+        on_missing=args.on_missing, item_col=args.item_col, grader_col=args.grader_col,
+        label_col=args.label_col, label_map=args.label_map, solver=args.solver,
+        plot=args.plot, csv=args.csv, verbose=args.verbose)
+    for note in report.notes:
+        print(f"evalcert: {note}", file=sys.stderr)
+    print(report.summary(panel=args.panel))
     if args.json is not None:
-        result.to_json(args.json)
+        report.write_json(args.json, full_curve=args.full_curve)
     return 0

@@ -77,8 +77,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sparse.add_argument("--scheduler", default=None,
                         help="dask scheduler address for --backend dask (tcp://host:8786); "
                              f"refused if it does not answer within {SCHEDULER_TIMEOUT} s")
-    sparse.add_argument("--n-jobs", type=positive_int, default=None,
-                        help="workers (default: all)")
+    sparse.add_argument("--n-jobs", type=int_range(1, 256), default=None,
+                        help="workers, 1..256 (default: all cores)")
     sparse.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     sparse.add_argument("--json", default=None, help="write the result as JSON here")
     sparse.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)

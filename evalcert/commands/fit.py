@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, nonnegative_float
+from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
 
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
 SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos")
+#: largest ridge weight the CLI takes: 2 (cells + lam) must stay finite in the QP's
+#: Hessian (lam = 1e308 overflowed to inf and the solver raised an untyped ValueError)
+MAX_LAM = 1e100
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,8 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("scores", help="CSV or Parquet file of scores in [-1, 1]")
     p.add_argument("--format", choices=["wide", "long"], default="wide",
                    help="wide: one row per agent (first column = names); long: agent,item,score")
-    p.add_argument("--lam", type=nonnegative_float, default=1e-6,
-                   help="ridge weight (default 1e-6)")
+    p.add_argument("--lam", type=float_range(0, MAX_LAM), default=1e-6,
+                   help=f"ridge weight in [0, {MAX_LAM:g}] (default 1e-6)")
     p.add_argument("--box", choices=["all", "observed", "none"], default="all",
                    help="where |theta_i - b_j| <= 1 is enforced (default all cells)")
     p.add_argument("--solver", default="native", choices=SOLVERS,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, nonnegative_float
+from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
+from evalcert.commands.fit import MAX_LAM
 from evalcert.errors import InputError
 
 __all__ = ["register", "run"]
@@ -30,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "--penalised")
     parser.add_argument("--penalised", action="store_true",
                         help="fit the penalised form of App. F.4 (= Eq. 7 / 2) for noisy data")
-    parser.add_argument("--lam", type=nonnegative_float, default=None,
-                        help=f"ridge weight of the penalised form (default {DEFAULT_LAM:g}); "
-                             "needs --penalised")
+    parser.add_argument("--lam", type=float_range(0, MAX_LAM), default=None,
+                        help=f"ridge weight of the penalised form, in [0, {MAX_LAM:g}] "
+                             f"(default {DEFAULT_LAM:g}); needs --penalised")
     parser.add_argument("--solver", default="clarabel", help="backend (default clarabel)")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
     parser.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)

@@ -17,12 +17,12 @@ from pathlib import Path
 
 from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
-                                     positive_float, positive_int)
+                                     positive_float, positive_int, probability)
 from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
 # tests/test_startup.py checks them against evalcert.solvers.irt.MODELS.
-MODELS = ("2pl", "beta", "factor", "je", "rasch")
+MODELS = ("2pl", "3pl", "beta", "factor", "graded", "je", "rasch")
 
 #: per-model defaults shown in --help (tests/solvers/irt/test_cli_irt.py checks the library)
 DEFAULTS = {
@@ -31,18 +31,22 @@ DEFAULTS = {
     "factor": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6, "dims": 2},
     "beta": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6},
     "je": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-3, "dims": 16},
+    "3pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 0.25},
+    "graded": {"method": "mml", "max_iter": 3000, "tol": 1e-5, "slope_prior": 0.25},
 }
 #: methods each model supports (checked against the estimators' ``methods``)
 METHODS = {"rasch": ("jml", "cml", "mml", "map", "mcmc"), "2pl": ("jml", "map", "mml"),
-           "factor": ("map", "jml"), "beta": ("jml", "map"), "je": ("map",)}
+           "factor": ("map", "jml"), "beta": ("jml", "map"), "je": ("map",), "3pl": ("mml",),
+           "graded": ("mml",)}
 #: response kind each model reads (``read_responses(kind=...)``)
-KINDS = {"beta": "unit"}
+KINDS = {"beta": "unit", "graded": "ordinal"}
 #: estimator options that only some models/methods take: flag -> (models, methods or None)
 _SCOPED = {"optimizer": (("rasch",), ("jml", "map")),
            "quadrature": (("rasch", "2pl"), ("mml",)),
            "lam": (MODELS, ("map", "mcmc")),
            "dims": (("factor", "je"), None),
-           "item_embeddings": (("je",), None)}
+           "item_embeddings": (("je",), None),
+           "guessing": (("3pl",), None)}
 #: options passed only when given, to estimators whose ``__init__`` takes them
 _PASSED = {"max_iter": "max_iter", "tol": "tol", "slope_prior": "slope_prior",
            "progress": "verbose"}
@@ -114,7 +118,7 @@ def _estimator(args: argparse.Namespace, n_items: int | None = None):
             raise InputError(f"--slope-prior applies to --method mml; --method {method} "
                              "ignores it")
         options[name] = value
-    for name in ("lam", "optimizer", "quadrature"):
+    for name in ("lam", "optimizer", "quadrature", "guessing"):
         if getattr(args, name, None) is not None:
             options[name] = getattr(args, name)
     if embeddings:
@@ -177,8 +181,8 @@ def _finish(args: argparse.Namespace, result, plot=None) -> int:
 
 # -- verbs --------------------------------------------------------------------------------------
 def _fit(args: argparse.Namespace) -> int:
-    if args.plot and args.model not in ("rasch", "2pl"):
-        raise InputError("--plot draws the item curves of rasch or 2pl fits")
+    if args.plot and args.model not in ("rasch", "2pl", "3pl"):
+        raise InputError("--plot draws the item curves of rasch, 2pl or 3pl fits")
     _estimator(args)                                    # options refused before reading
     _outputs(args, [args.responses], ("models.csv", "items.csv"))
     table = _read(args)
@@ -308,7 +312,17 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
     p.add_argument("--slope-prior", type=nonnegative_float, default=None,
                    help="precision of the N(1, 1/p) prior on 2pl mml slopes (0 = pure "
                         f"marginal ML); default {_defaults_text('slope_prior')}")
+    p.add_argument("--guessing", type=_floor, default=None,
+                   help="3pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "
+                        "default: estimated per item under a Beta(6, 16) prior")
     p.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
+
+
+def _floor(text: str) -> float:
+    value = probability(text)
+    if value >= 1:
+        raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}")
+    return value
 
 
 def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
@@ -324,7 +338,8 @@ def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add ``irt fit|holdout|score|itemfit|compare|anchors``."""
-    irt = subparsers.add_parser("irt", help="fit IRT models (Rasch, 2PL, factor, Beta, JE)")
+    irt = subparsers.add_parser("irt", help="fit IRT models (Rasch, 2PL, 3PL, graded, factor, "
+                                            "Beta, JE)")
     verbs = irt.add_subparsers(dest="irt_command", metavar="VERB")
     verbs.required = True
     file_help = "response file (CSV/TSV/Parquet/JSONL/JSON), models as rows"
@@ -333,7 +348,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("responses", help=file_help)
     _input_options(p)
     _model_options(p)
-    _output_options(p, plot="item characteristic and test information curves (rasch, 2pl)",
+    _output_options(p, plot="item characteristic and information curves (rasch, 2pl, 3pl)",
                     out_dir=True)
     p.set_defaults(func=_fit)
 

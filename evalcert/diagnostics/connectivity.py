@@ -71,7 +71,16 @@ def dcore_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], d: i
 
 
 def dcore_mask(mask: np.ndarray, d: int) -> np.ndarray:
-    """Cells of the d-core: repeatedly drop rows and columns with fewer than ``d`` cells."""
+    """Cells of the d-core: repeatedly drop rows and columns with fewer than ``d`` cells.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mask = np.ones((4, 5), dtype=bool)
+    >>> mask[0, 1:] = False  # agent 0 has a single item
+    >>> dcore_mask(mask, 2).sum(axis=1).tolist()  # the 2-core drops it
+    [0, 5, 5, 5]
+    """
     mask = check_mask(mask, "mask")
     r, c = np.nonzero(mask)
     core = np.zeros_like(mask)

@@ -100,7 +100,13 @@ def read_agent_labels(path: str | Path, agents: Sequence[str],
 
 
 def partition_vector(agents: Sequence[str], labels: Mapping[str, bool]) -> np.ndarray:
-    """Float vector over ``agents``: 1.0 good, 0.0 problematic, NaN unlabelled."""
+    """Float vector over ``agents``: 1.0 good, 0.0 problematic, NaN unlabelled.
+
+    Examples
+    --------
+    >>> partition_vector(["a", "b", "c"], {"a": True, "c": False}).tolist()
+    [1.0, nan, 0.0]
+    """
     return np.array([float(labels[a]) if a in labels else np.nan for a in agents])
 
 

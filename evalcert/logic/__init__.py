@@ -38,6 +38,12 @@ def mtbench_demo(threshold: Any = Fraction(1, 2)) -> AlarmResult:
 
     ``T = 2/3`` attained only at (6, 15, 4) (the paper's 46% does not follow from the M=1
     axioms; see :mod:`evalcert.logic.alarms`), so the alarm is silent at 1/2.
+
+    Examples
+    --------
+    >>> result = mtbench_demo()
+    >>> result.fires, result.T, result.attaining_keys
+    (False, Fraction(2, 3), ((6, 15, 4),))
     """
     from evalcert.datasets.mtbench import paper_summaries
 

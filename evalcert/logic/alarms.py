@@ -201,7 +201,7 @@ class MinMaxCurve(ResultMixin):
     def summary(self) -> str:
         v = self.values()
         k_max, k_min = int(np.argmax(v)), int(np.argmin(v))
-        return (f"{len(v)} keys; max v = {self.value(k_max)} at "
+        return (f"M=1 curve over {len(v)} keys; max v = {self.value(k_max)} at "
                 f"{tuple(self.keys[k_max].tolist())}, min v = {self.value(k_min)} at "
                 f"{tuple(self.keys[k_min].tolist())}")
 
@@ -218,21 +218,16 @@ def minmax_curve(summaries: Any, *, lower: Sequence[int] | None = None,
     """
     counts = as_label_counts(summaries)
     keys = qcomplex_array(counts.n_items, len(counts.labels), lower, upper)
-    m = counts.array.min(axis=0)
-    lab_num = np.minimum(keys, m[None, :])
-    lab_den = keys.copy()
-    # empty labels: ratio 1/1 for the overall min (no demand), denominator 0 per label
-    num = np.where(keys > 0, lab_num, 1)
-    den = np.where(keys > 0, keys, 1)
-    best = np.zeros(len(keys), dtype=np.int64)
-    for l in range(1, keys.shape[1]):
-        smaller = num[:, l] * den[np.arange(len(keys)), best] < \
-            num[np.arange(len(keys)), best] * den[:, l]
-        best = np.where(smaller, l, best)
-    rows = np.arange(len(keys))
-    n_, d_ = num[rows, best], den[rows, best]
-    g = np.gcd(n_, d_)
-    return MinMaxCurve(counts.labels, keys, n_ // g, d_ // g, lab_num, lab_den)
+    lab_num = np.minimum(keys, counts.array.min(axis=0)[None, :])
+    # running minimum of num/den over the non-empty labels (empty labels make no demand)
+    num = np.ones(len(keys), dtype=np.int64)
+    den = np.ones(len(keys), dtype=np.int64)
+    for l in range(keys.shape[1]):
+        q, c = keys[:, l], lab_num[:, l]
+        smaller = (q > 0) & (c * den < num * q)
+        num[smaller], den[smaller] = c[smaller], q[smaller]
+    g = np.gcd(num, den)
+    return MinMaxCurve(counts.labels, keys, num // g, den // g, lab_num, keys)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -70,7 +70,7 @@ class JointModel:
                              f"{MAX_PATTERNS}); use --m 2 or fewer graders")
         r, n = len(decisions.labels), len(decisions.items)
         self.prob = pulp.LpProblem("full_joint", sense)
-        x = [[self.prob.add_variable(f"x_{p}_{t}", 0, int(c), cat="Integer") for t in range(r)]
+        self.x = x = [[self.prob.add_variable(f"x_{p}_{t}", 0, int(c), cat="Integer") for t in range(r)]
              for p, c in enumerate(counts)]
         for p, c in enumerate(counts):
             self.prob += pulp.lpSum(x[p]) == int(c), f"pattern_{p}"
@@ -88,8 +88,11 @@ class JointModel:
                 self.prob += self.q[t] <= hi[t], f"upper_{t}"
         self.correct = [[pulp.lpSum(x[p][t] for p in range(len(pats)) if pats[p, i] == t)
                          for t in range(r)] for i in range(len(decisions.graders))]
-        self.den = [[pulp.lpSum(x[p][t] for p in range(len(pats)) if pats[p, i] >= 0)
-                     for t in range(r)] for i in range(len(decisions.graders))]
+        if (pats >= 0).all():
+            self.den = [self.q] * len(decisions.graders)
+        else:
+            self.den = [[pulp.lpSum(x[p][t] for p in range(len(pats)) if pats[p, i] >= 0)
+                         for t in range(r)] for i in range(len(decisions.graders))]
 
 
 def _int(expr: Any, values: dict[str, int]) -> int:
@@ -119,10 +122,92 @@ def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.n
     return key, corr, den, min(ratios) if ratios else Fraction(1)
 
 
-def _add_level(spec: _Spec, f: Fraction) -> None:
+def _add_level(spec: _Spec, f: Fraction, relax: bool = False) -> None:
+    """``den * f <= correct`` for every (grader, label), through integer auxiliaries
+    ``D = den`` and ``M >= f * D``, ``correct >= M`` (valid since ``correct`` is an integer:
+    the solver can branch on the few ``D``, ``M`` instead of the many pattern splits;
+    graders sharing one denominator share ``D`` and ``M``)."""
+    cat = "Continuous" if relax else "Integer"
+    shared: dict[int, Any] = {}
     for i, row in enumerate(spec.correct):
         for t, corr in enumerate(row):
-            spec.prob += f.denominator * corr >= f.numerator * spec.den[i][t], f"level_{i}_{t}"
+            den = spec.den[i][t]
+            if isinstance(den, (int, np.integer)):
+                spec.prob += f.denominator * corr >= f.numerator * int(den), f"level_{i}_{t}"
+                continue
+            if id(den) not in shared:
+                d = spec.prob.add_variable(f"D_{i}_{t}", 0, None, cat=cat)
+                mm = spec.prob.add_variable(f"M_{i}_{t}", 0, None, cat=cat)
+                spec.prob += d == den, f"den_{i}_{t}"
+                spec.prob += f.denominator * mm >= f.numerator * d, f"level_{i}_{t}"
+                shared[id(den)] = mm
+            spec.prob += corr >= shared[id(den)], f"reach_{i}_{t}"
+
+
+def _relaxed(build: Callable[[Sequence[int] | None], _Spec], level: Fraction,
+             solver: str) -> _Spec | None:
+    spec = build(None)
+    for var in spec.prob.variables():
+        var.cat = "Continuous"
+    spec.prob += pulp.lpSum([])
+    _add_level(spec, level, relax=True)
+    status, _ = run_solver(spec.prob, solver)
+    return None if status == "Infeasible" else spec
+
+
+def lp_levels(build: Callable[[Sequence[int] | None], _Spec], upper: Fraction, max_den: int,
+              solver: str = "highs", steps: int = 24) -> tuple[Fraction, Fraction | None]:
+    """Bisection on the LP relaxation: ``(lo, hi)`` with the LP feasible at ``lo`` and
+    infeasible at ``hi`` (``None`` if it never was), denominators ``<= max_den``. The
+    integer program is infeasible wherever its relaxation is, so ``T < hi``."""
+    lo, hi, found = Fraction(0), upper, None
+    for _ in range(steps):
+        mid = ((lo + hi) / 2).limit_denominator(max_den)
+        if not lo < mid < hi:
+            break
+        if _relaxed(build, mid, solver) is None:
+            hi = found = mid
+        else:
+            lo = mid
+    return lo, found
+
+
+def rounded_joint_point(decisions: Decisions, level: Fraction, solver: str = "highs"
+                        ) -> tuple[Fraction, tuple[int, ...]] | None:
+    """Round the full-joint LP point at ``level`` to integers (each pattern count split by
+    largest remainders, so it stays an exact answer key) and return its exact value and key.
+
+    Any such point is consistent under every M (the M=1 and M=2 sets contain the joint
+    one), so its value is a proven lower bound on ``T_full <= T_2 <= T_1``.
+    """
+    pats, counts = joint_patterns(decisions)
+    model = JointModel(decisions)
+    spec = _relaxed(lambda key: _Spec(model.prob, model.q, model.correct, model.den), level,
+                    solver)
+    if spec is None:
+        return None
+    r = len(decisions.labels)
+    frac = np.array([[model.x[p][t].varValue or 0.0 for t in range(r)]
+                     for p in range(len(pats))])
+    x = np.floor(frac + 1e-9).astype(np.int64)
+    x = np.minimum(x, counts[:, None])
+    for p in range(len(pats)):
+        left = int(counts[p] - x[p].sum())
+        order = np.argsort(-(frac[p] - x[p]), kind="stable")
+        for t in order[:max(left, 0)]:
+            x[p, t] += 1
+    return _joint_value(pats, x), tuple(int(v) for v in x.sum(axis=0))
+
+
+def _joint_value(pats: np.ndarray, x: np.ndarray) -> Fraction:
+    """Exact ``min_{i,t} correct / den`` of an integer split ``x[p][t]`` of the patterns."""
+    out = Fraction(1)
+    for i in range(pats.shape[1]):
+        for t in range(x.shape[1]):
+            den = int(x[pats[:, i] >= 0, t].sum())
+            if den:
+                out = min(out, Fraction(int(x[pats[:, i] == t, t].sum()), den))
+    return out
 
 
 def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decisions,
@@ -162,7 +247,17 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
         found[out[3]] = out[0]
         return out[3]
 
-    t_val, _ = max_ratio(feasible, upper, len(decisions.items))
+    n = len(decisions.items)
+    lp_lo, bound = lp_levels(build, upper, n, solver)
+    attained = Fraction(0)
+    if decisions.complete or m == "full":
+        start_level = lp_lo if m == "full" else lp_levels(_joint_builder(decisions), upper, n,
+                                                            solver)[0]
+        point = rounded_joint_point(decisions, start_level, solver)
+        if point is not None:
+            attained = point[0]
+            found[attained] = point[1]
+    t_val, _ = max_ratio(feasible, upper, n, infeasible_above=bound, attained=attained)
     if t_val not in found:  # T = 0 without a feasible call yet: get a witness
         feasible(t_val)
     keys: list[tuple[int, ...]] = []
@@ -198,6 +293,15 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                        labels=decisions.labels, graders=decisions.graders,
                        method=f"{method} ({solver})", n_solves=n_solves,
                        seconds=time.perf_counter() - start)
+
+
+def _joint_builder(dec: Decisions, lower: Any = None, upper: Any = None
+                   ) -> Callable[[Sequence[int] | None], _Spec]:
+    def build(key: Sequence[int] | None) -> _Spec:
+        model = JointModel(dec, key=key, lower=None if key is not None else lower,
+                           upper=None if key is not None else upper)
+        return _Spec(model.prob, model.q, model.correct, model.den)
+    return build
 
 
 def _m1_candidates(decisions: Decisions, lower: Any, upper: Any, limit: int):
@@ -249,11 +353,7 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
     lo, hi = qcomplex_bounds(n, r, lower, upper)
     bounded = lower is not None or upper is not None
 
-    def build(key: Sequence[int] | None) -> _Spec:
-        model = JointModel(dec, key=key, lower=lo if bounded else None,
-                           upper=hi if bounded else None)
-        return _Spec(model.prob, model.q, model.correct, model.den)
-
+    build = _joint_builder(dec, lo if bounded else None, hi if bounded else None)
     if dec.complete:
         top = alarm_threshold(dec.label_counts(), lower=lo, upper=hi)
         cands = _m1_candidates(dec, lo, hi, max_keys)

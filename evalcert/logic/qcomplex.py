@@ -78,7 +78,13 @@ def qcomplex_size(n_items: int, n_labels: int, lower: Sequence[int] | None = Non
 
 def iter_qcomplex(n_items: int, n_labels: int, lower: Sequence[int] | None = None,
                   upper: Sequence[int] | None = None) -> Iterator[tuple[int, ...]]:
-    """Yield every answer-key point as a tuple, in lexicographic (ascending) order."""
+    """Yield every answer-key point as a tuple, in lexicographic (ascending) order.
+
+    Examples
+    --------
+    >>> list(iter_qcomplex(3, 2))  # answer keys of a 3-item binary test
+    [(0, 3), (1, 2), (2, 1), (3, 0)]
+    """
     lo, hi = qcomplex_bounds(n_items, n_labels, lower, upper)
     # suffix sums bound what the remaining labels can absorb
     lo_tail = [sum(lo[k:]) for k in range(n_labels + 1)]
@@ -96,14 +102,32 @@ def iter_qcomplex(n_items: int, n_labels: int, lower: Sequence[int] | None = Non
     yield from rec(0, n_items, ())
 
 
+def _compositions(total: int, parts: int) -> np.ndarray:
+    """All ``parts``-tuples of ints >= 0 summing to ``total``, lexicographic, vectorised."""
+    if parts == 1:
+        return np.array([[total]], dtype=np.int64)
+    if parts == 2:
+        first = np.arange(total + 1, dtype=np.int64)
+        return np.column_stack([first, total - first])
+    blocks = [np.column_stack([np.full(comb(total - v + parts - 2, parts - 2), v, np.int64),
+                               _compositions(total - v, parts - 1)])
+              for v in range(total + 1)]
+    return np.concatenate(blocks)
+
+
 def qcomplex_array(n_items: int, n_labels: int, lower: Sequence[int] | None = None,
                    upper: Sequence[int] | None = None, *, max_keys: int = MAX_KEYS
                    ) -> np.ndarray:
     """All answer-key points as a ``(K, R)`` int64 array, same order as :func:`iter_qcomplex`.
 
-    Vectorised stars-and-bars: the bar positions of ``C(Q+R-1, R-1)`` combinations give
-    the parts as gaps; bounds are applied as a mask. Refused with :class:`InputError`
+    Vectorised: the first label's count in blocks, the rest recursively; bounds are
+    applied as a mask. Refused with :class:`InputError`
     before any allocation when the unbounded simplex has more than ``max_keys`` points.
+
+    Examples
+    --------
+    >>> qcomplex_array(3, 2).tolist()
+    [[0, 3], [1, 2], [2, 1], [3, 0]]
     """
     lo, hi = qcomplex_bounds(n_items, n_labels, lower, upper)
     rest = n_items - sum(lo)
@@ -115,11 +139,7 @@ def qcomplex_array(n_items: int, n_labels: int, lower: Sequence[int] | None = No
                          f"{count:,} answer keys (~{gib:,.1f} GiB to list), above the limit of "
                          f"{max_keys:,}; the threshold T needs no list (drop --plot / curves), "
                          "or bound the key with lower/upper")
-    bars = np.fromiter(itertools.combinations(range(slots), n_labels - 1),
-                       dtype=np.dtype((np.int64, (n_labels - 1,))), count=count)
-    edges = np.hstack([np.full((count, 1), -1, np.int64), bars,
-                       np.full((count, 1), slots, np.int64)])
-    keys = np.diff(edges, axis=1) - 1 + np.asarray(lo, dtype=np.int64)
+    keys = _compositions(rest, n_labels) + np.asarray(lo, dtype=np.int64)
     if any(h - l < rest for l, h in zip(lo, hi)):
         keys = keys[(keys <= np.asarray(hi, dtype=np.int64)).all(axis=1)]
     return keys

@@ -77,7 +77,16 @@ def _strict_json(path: Path) -> Any:
 
 def read_label_counts(path: str | Path, labels: Sequence[str] | str | None = None) -> LabelCounts:
     """Read a JSON summary: ``{grader: {label: count}}`` or
-    ``{"labels": [...], "counts": {grader: {label: count}}}``; duplicate keys are refused."""
+    ``{"labels": [...], "counts": {grader: {label: count}}}``; duplicate keys are refused.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "counts.json"
+    >>> _ = path.write_text(json.dumps({"x": {"a": 2, "b": 1}, "y": {"a": 1, "b": 2}}))
+    >>> read_label_counts(path).counts
+    ((2, 1), (1, 2))
+    """
     data = _strict_json(Path(path))
     if isinstance(data, dict) and "counts" in data:
         labels = labels if labels is not None else data.get("labels")
@@ -197,7 +206,17 @@ def load_audit_input(path: str | Path, labels: Sequence[str] | str | None = None
                      on_missing: str = "error", graders: Sequence[str] | None = None,
                      **kwargs: Any) -> LabelCounts | Decisions:
     """A ``.json`` object is read as label counts (``graders`` selects among them); any
-    other file (and a ``.json`` list of records) as decisions via :func:`read_decisions`."""
+    other file (and a ``.json`` list of records) as decisions via :func:`read_decisions`.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "counts.json").write_text(json.dumps({"x": {"a": 2, "b": 1}}))
+    >>> _ = (folder / "log.csv").write_text("item,grader,label\\nq1,x,a\\nq2,x,b\\n")
+    >>> type(load_audit_input(folder / "counts.json")).__name__, type(load_audit_input(folder / "log.csv")).__name__
+    ('LabelCounts', 'Decisions')
+    """
     path = Path(path)
     if path.suffix.lower() == ".json" and path.is_file():
         data = _strict_json(path)

@@ -5,12 +5,14 @@ min_{i,l} correct_{i,l} / den_{i,l}`` where every denominator is a whole number 
 at most ``Q``. So ``T`` is a fraction ``k / n`` with ``n <= Q``, and "every grader at least
 ``f`` on every label" (``s * correct >= p * den`` for ``f = p / s``) is feasible iff
 ``f <= T``. :func:`max_ratio` finds ``T`` by a Stern-Brocot search over the fractions with
-denominator ``<= Q``: each step tests the fraction with denominator ``<= Q`` nearest the
-middle of the open interval ``(lo, hi)`` (``lo`` attained, ``hi`` infeasible), and a
-feasible answer raises ``lo`` to the exact value of the integer solution the solver found
-(recomputed by evalcert in integers, :func:`check_integer_solution`). It stops when no
-fraction with denominator ``<= Q`` is left strictly inside ``(lo, hi)``: then ``T = lo``,
-attained by a witness. About ``2 log2 Q`` solves, no ``O(Q^2)`` list of ratios.
+denominator ``<= Q``. ``lo`` is always attained (by an integer point whose value evalcert
+recomputed, :func:`check_integer_solution`) and ``hi`` infeasible. After a feasible answer
+the next test is the Farey successor of ``lo`` (the next fraction with denominator
+``<= Q``): if it is infeasible, ``T = lo`` with a single infeasibility proof (the costly
+kind of solve); otherwise ``lo`` rises to the new point's exact value. After an
+infeasible answer the next test is the fraction nearest the middle of ``(lo, hi)``. It
+stops when no fraction with denominator ``<= Q`` is left strictly inside ``(lo, hi)``.
+No ``O(Q^2)`` list of ratios is built.
 
 Feasible answers are re-checked exactly (every constraint in integer arithmetic);
 infeasible answers are the solver's (HiGHS/CBC with a zero gap), cross-checked against
@@ -45,31 +47,57 @@ def simplest_between(lo: Fraction, hi: Fraction) -> Fraction:
     return n + 1 / simplest_between(1 / b, 1 / a)
 
 
+def farey_successor(x: Fraction, max_den: int) -> Fraction:
+    """The smallest fraction above ``x`` with denominator ``<= max_den`` (``x`` has one too).
+
+    >>> farey_successor(Fraction(2, 3), 5)
+    Fraction(3, 4)
+    """
+    a, b = x.numerator, x.denominator
+    if b == 1:
+        return Fraction(a * max_den + 1, max_den)
+    d = (-pow(a, -1, b)) % b  # b c - a d = 1
+    d += (max_den - d) // b * b
+    return Fraction((1 + a * d) // b, d)
+
+
 def max_ratio(feasible: Callable[[Fraction], Fraction | None], upper: Fraction,
-              max_den: int) -> tuple[Fraction, int]:
+              max_den: int, *, infeasible_above: Fraction | None = None,
+              attained: Fraction = Fraction(0)) -> tuple[Fraction, int]:
     """Largest ``f`` in ``[0, upper]`` with ``feasible(f)``, a fraction with denominator
     ``<= max_den``.
 
     ``feasible(f)`` returns ``None`` when "everyone at least f" is infeasible, else the exact
-    value (``>= f``) of the solution found. Returns ``(T, number of feasibility calls)``.
+    value (``>= f``) of the solution found. ``infeasible_above``: a level already known to
+    be infeasible (e.g. by the LP relaxation), and ``attained``: a level known to be reached
+    (e.g. by a rounded LP point, re-checked exactly), narrow the search. Returns
+    ``(T, number of feasibility calls)``.
     """
-    calls = 1
-    top = feasible(upper)
-    if top is not None:
-        return upper, calls
-    lo, hi = Fraction(0), upper
+    calls = 0
+    hi = upper if infeasible_above is None else min(upper, infeasible_above)
+    if infeasible_above is None or infeasible_above > upper:
+        calls += 1
+        top = feasible(upper)
+        if top is not None:
+            return upper, calls
+    lo, climb = attained, attained > 0
     while True:
-        cand = ((lo + hi) / 2).limit_denominator(max_den)
-        if not lo < cand < hi:
-            cand = simplest_between(lo, hi)
-        if cand.denominator > max_den:
-            return lo, calls
+        if climb:  # after a reached level, try the next fraction: one infeasible proof ends it
+            cand = farey_successor(lo, max_den)
+            if cand >= hi:
+                return lo, calls
+        else:
+            cand = ((lo + hi) / 2).limit_denominator(max_den)
+            if not lo < cand < hi:
+                cand = simplest_between(lo, hi)
+            if cand.denominator > max_den:
+                return lo, calls
         calls += 1
         got = feasible(cand)
         if got is None:
-            hi = cand
+            hi, climb = cand, False
         else:
-            lo = got
+            lo, climb = got, True
 
 
 def check_integer_solution(prob: pulp.LpProblem, what: str) -> dict[str, int]:

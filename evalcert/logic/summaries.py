@@ -65,6 +65,13 @@ class LabelCounts(ResultMixin):
         The N >= 1 graders.
     counts : tuple of tuple of int
         ``counts[i][l]`` = number of items grader ``i`` labelled ``labels[l]``.
+
+    Examples
+    --------
+    >>> counts = label_counts({"authors": {"a": 5, "b": 10, "tie": 10},
+    ...                        "gpt4": {"a": 4, "b": 18, "tie": 3}})
+    >>> counts.labels, counts.n_items, counts.array.tolist()
+    (('a', 'b', 'tie'), 25, [[5, 10, 10], [4, 18, 3]])
     """
 
     labels: tuple[str, ...]
@@ -108,6 +115,15 @@ class ReadReport(ResultMixin):
         Cells whose surrounding whitespace was stripped (``' a'`` -> ``'a'``).
     labels_mapped : int
         Decisions renamed by ``label_map``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> log = pd.DataFrame({"item": ["q1", "q1", "q2"], "grader": ["x", "y", "x"],
+    ...                     "label": ["a", " b", "b"]})
+    >>> report = decisions_from_frame(log, on_missing="drop").report
+    >>> report.items_used, report.items_dropped, report.skipped_by_grader, report.whitespace_fixed
+    (1, 1, {'y': 1}, 1)
     """
 
     path: str
@@ -124,7 +140,7 @@ class ReadReport(ResultMixin):
 
     def notes(self) -> list[str]:
         """One line per thing the user should know (for stderr)."""
-        out = [f"read {self.rows} decisions ({self.format}): {self.items_read} items, "
+        out = [f"read {self.rows} rows ({self.format}): {self.items_read} items, "
                f"{self.items_used} used, {self.items_dropped} dropped"]
         if self.skipped_by_grader:
             out.append(f"items skipped per grader: {self.skipped_by_grader} "
@@ -155,6 +171,17 @@ class Decisions(ResultMixin):
         (only with ``on_missing="keep"``).
     report : ReadReport or None
         What the reader did (counts of dropped, skipped, unparseable, normalised cells).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> log = pd.DataFrame({"item": ["q1", "q1", "q2", "q2", "q3"], "grader": ["x", "y", "x", "y", "x"],
+    ...                     "label": ["a", "b", "b", "b", "a"]})
+    >>> d = decisions_from_frame(log, on_missing="drop")  # y skipped q3: q3 is dropped, and counted
+    >>> d.items, d.graders, d.codes, d.report.items_dropped
+    (('q1', 'q2'), ('x', 'y'), ((0, 1), (1, 1)), 1)
+    >>> d.label_counts().counts  # the M=1 summaries
+    ((1, 1), (0, 2))
     """
 
     items: tuple[str, ...]
@@ -411,7 +438,13 @@ def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None
 
 def as_label_counts(data: LabelCounts | Decisions | Mapping[str, Mapping[str, Any]],
                     labels: Sequence[str] | str | None = None) -> LabelCounts:
-    """Accept any supported input and return validated :class:`LabelCounts`."""
+    """Accept any supported input and return validated :class:`LabelCounts`.
+
+    Examples
+    --------
+    >>> as_label_counts({"x": {"a": 2, "b": 1}, "y": {"a": 1, "b": 2}}).counts
+    ((2, 1), (1, 2))
+    """
     if isinstance(data, LabelCounts):
         return data
     if isinstance(data, Decisions):

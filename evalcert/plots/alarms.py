@@ -30,29 +30,47 @@ def _curve_of(result: AlarmResult | MinMaxCurve) -> MinMaxCurve:
     return curve
 
 
+def _downsample(values: np.ndarray, max_points: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and values of a sorted array thinned to about ``max_points``, keeping the
+    first and last point (the minimum and the maximum ``T``)."""
+    if len(values) <= max_points:
+        return np.arange(len(values)), values
+    idx = np.unique(np.linspace(0, len(values) - 1, max_points).round().astype(np.int64))
+    return idx, values[idx]
+
+
 def plot_minmax_curve(result: AlarmResult | MinMaxCurve, path: str | Path | None = None,
-                      threshold: float | None = None) -> Figure:
-    """Fig. 7: ``v(q)`` of every answer key, keys sorted by value; the maximum is ``T``.
+                      threshold: float | None = None, *, alarm_result: AlarmResult | None = None,
+                      max_points: int = 2000) -> Figure:
+    """Fig. 7: ``v(q)`` of every answer key under M=1, keys sorted by value (drawn as at most
+    ``max_points`` points, both extremes kept); its maximum is ``T_1``.
 
-    ``threshold`` (default: the result's ``x``) is drawn as a horizontal line.
-
-    Examples
-    --------
-    >>> from evalcert.logic import mtbench_demo
-    >>> fig = plot_minmax_curve(mtbench_demo())  # add a path to save it as PNG
-    >>> fig.axes[0].get_xlabel()
-    'answer keys (sorted by v)'
+    ``alarm_result``: the alarm actually computed (default: ``result`` if it is one); when
+    it used M=2 or the full joint, its ``T`` is drawn and named in the title too, so the
+    figure shows what the chosen M computed. ``threshold`` (default: the alarm's ``x``) is
+    drawn dashed.
     """
     curve = _curve_of(result)
+    shown = alarm_result if alarm_result is not None else (
+        result if isinstance(result, AlarmResult) else None)
     values = np.sort(curve.values())
+    xs, ys = _downsample(values, max_points)
+    t1 = curve.value(int(np.argmax(curve.values())))
     fig = _new_figure()
     ax = fig.add_subplot()
-    ax.plot(np.arange(len(values)), values, ".", ms=3, label="best min label accuracy v(q)")
-    ax.axhline(values[-1], color="C3", lw=1, label=f"T = {curve.value(int(np.argmax(curve.values())))}")
-    if threshold is None and isinstance(result, AlarmResult):
-        threshold = float(result.threshold)
+    ax.plot(xs, ys, ".", ms=3, label=f"M=1 best min label accuracy v(q), {len(values):,} keys"
+            + (f" ({len(xs):,} drawn)" if len(xs) < len(values) else ""))
+    ax.axhline(float(t1), color="C3", lw=1, label=f"T (M=1) = {t1}")
+    if shown is not None and shown.m != 1:
+        ax.axhline(float(shown.T), color="C1", lw=1.5,
+                   label=f"T (M={shown.m}) = {shown.T}")
+    if threshold is None and shown is not None:
+        threshold = float(shown.threshold)
     if threshold is not None:
         ax.axhline(threshold, color="C2", lw=1, ls="--", label=f"threshold x = {threshold:g}")
+    m = shown.m if shown is not None else 1
+    ax.set_title(f"no-knowledge alarm, M={m}: T = {shown.T if shown is not None else t1}",
+                 fontsize=9)
     ax.set_xlabel("answer keys (sorted by v)")
     ax.set_ylabel("min over graders and labels of best accuracy")
     ax.set_ylim(0, 1.02)

@@ -23,6 +23,17 @@ def plot_performance_profile(profile: PerformanceProfile,
 
     A curve's height at ``tau = 1`` is the share of problems on which the
     backend was fastest; its height at the right edge is its success rate.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family, performance_profiles, run_benchmark
+    >>> from evalcert.benchmarking import select_backends
+    >>> result = run_benchmark(clipped_linear_family([(4, 6)], seeds=[0])[:2],
+    ...                        select_backends(["native", "osqp-direct"]), ["default"], n_jobs=1,
+    ...                        memory=False, progress=False)
+    >>> fig = plot_performance_profile(performance_profiles(result.records)[0])
+    >>> fig.axes[0].get_xscale()
+    'log'
     """
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
@@ -51,7 +62,15 @@ def plot_performance_profile(profile: PerformanceProfile,
 def plot_scaling(sizes: list[int], table: dict[str, list[float]],
                  path: str | Path | None = None, profile: str = "default") -> Figure:
     """Runtime against observed cells (log-log), one line per backend; failed
-    runs are left out (a gap in the line)."""
+    runs are left out (a gap in the line).
+
+    Examples
+    --------
+    >>> fig = plot_scaling([10**4, 10**5, 10**6], {"native": [0.01, 0.08, 0.9],
+    ...                                            "osqp-direct": [0.02, 0.3, float("nan")]})
+    >>> fig.axes[0].get_xscale(), len(fig.axes[0].get_lines())
+    ('log', 2)
+    """
     fig = Figure(figsize=(6.4, 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()

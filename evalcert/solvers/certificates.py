@@ -86,6 +86,16 @@ class QP:
         (for Eq. 7 with the all-cells box, ``R = 2``). Optional; when given,
         the certificate's suboptimality bound also covers directions without
         curvature. It must be a true statement about the problem.
+
+    Examples
+    --------
+    Minimise ``x^2/2 - 2x`` subject to ``-1 <= x <= 1``:
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))
+    >>> qp.n, qp.m, qp.objective(np.array([1.0]))
+    (1, 1, -1.5)
     """
 
     P: sp.csc_matrix
@@ -343,6 +353,15 @@ def qp_certificate(qp: QP, x: np.ndarray, y: np.ndarray,
     Returns
     -------
     Certificate
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))
+    >>> cert = qp_certificate(qp, x=np.array([1.0]), y=np.array([1.0]))
+    >>> cert.passed, cert.dual_residual, bool(cert.suboptimality_bound < 1e-12)
+    (True, 0.0, True)
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)

@@ -115,7 +115,18 @@ def _require_connected(S: ScoreMatrix, design: Design, keep: np.ndarray) -> None
 
 @dataclasses.dataclass(frozen=True)
 class ClippedLinearCertificate(Certificate):
-    """A :class:`Certificate` of an Eq. 7 fit that can re-check itself from data."""
+    """A :class:`Certificate` of an Eq. 7 fit that can re-check itself from data.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.array([[0.9, 0.5, np.nan], [0.1, -0.3, 0.0], [1.0, 1.0, 0.8]]))
+    >>> cert = ClippedLinear(lam=1e-6).fit(S).result_.certificate
+    >>> recomputed = cert.verify(S)  # from the data alone; raises CertificateError if not optimal
+    >>> recomputed.passed, recomputed.box, [g["agents"] for g in recomputed.binding]
+    (True, 'all', [['agent_2']])
+    """
 
     lam: float = 0.0
     box: str = "all"
@@ -188,6 +199,17 @@ class ClippedLinearResult(ResultMixin):
     bounds : (float, float)
         The score range (``ScoreMatrix.bounds``): the box is
         ``lo <= theta_i - b_j <= hi``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.array([[0.9, 0.5, np.nan], [0.1, -0.3, 0.0], [1.0, 1.0, 0.8]]))
+    >>> result = ClippedLinear(lam=1e-6).fit(S).result_
+    >>> result.status, result.n_observed, result.certificate.passed
+    ('solved', 8, True)
+    >>> list(result.ranking()["agent"])  # by ability theta
+    ['agent_2', 'agent_0', 'agent_1']
     """
 
     status: str

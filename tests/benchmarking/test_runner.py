@@ -129,3 +129,59 @@ def test_bootstrap_batch_over_the_time_limit_fails():
     (rec,) = run_benchmark([batch], select_backends(["native"]), ["low"], time_limit=1e-9,
                            n_jobs=1, memory=False, progress=False).records
     assert "time" in rec.status and not rec.success and rec.reason
+
+
+def sleepy(problem, settings):
+    """Ignores its time limit: only a kill stops it."""
+    import time
+    time.sleep(30)
+
+
+def segfaulting(problem, settings):
+    import os
+    import signal
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def test_forked_runs_are_killed_at_the_time_limit_and_crashes_recorded():
+    import time
+
+    problems = clipped_linear_family([(4, 6)], seeds=[0])[:1]
+    backends = [Backend("sleepy", "qp", sleepy), Backend("segfault", "qp", segfaulting),
+                select_backends(["native"])[0]]
+    start = time.perf_counter()
+    res = run_benchmark(problems, backends, ["default"], time_limit=0.5, n_jobs=2,
+                        joblib_backend="processes", progress=False)
+    assert time.perf_counter() - start < 10
+    by = {r.backend: r for r in res.records}
+    assert by["sleepy"].reason == "time limit" and "killed" in by["sleepy"].status
+    assert by["segfault"].reason == "crashed" and "exit code -11" in by["segfault"].status
+    assert by["native"].success and by["native"].peak_memory_mib >= 0
+
+
+def test_time_limit_and_shift_are_checked():
+    from evalcert.errors import InputError
+
+    problems = clipped_linear_family([(4, 6)], seeds=[0])[:1]
+    for bad in ({"time_limit": 0.0}, {"time_limit": float("inf")}, {"shift": float("nan")}):
+        with pytest.raises(InputError):
+            run_benchmark(problems, select_backends(["native"]), ["default"], n_jobs=1,
+                          progress=False, **bad)
+
+
+def test_verdict_is_derived_from_the_runs():
+    from evalcert.benchmarking.families import sparse_family
+    from evalcert.benchmarking.verdict import scaling_table, verdict
+
+    problems = clipped_linear_family([(5, 8)], seeds=[0])[:2] + \
+        sparse_family([(10, 40, 0.2), (20, 120, 0.1)], [0], boxes=["all"])
+    backends = select_backends(["osqp-direct"]) + [Backend("perturbed", "qp", perturbed_native)]
+    res = run_benchmark(problems, backends, ["default"], n_jobs=1, memory=False,
+                        progress=False)
+    lines = "\n".join(verdict(res))
+    assert "most reliable `osqp-direct`" in lines
+    assert "avoid `perturbed`" in lines
+    sizes, table, slopes = scaling_table(res.records)
+    assert len(sizes) == 2 and sizes[0] < sizes[1]
+    assert np.isnan(table["perturbed"]).all() and np.isfinite(table["osqp-direct"]).all()
+    assert "growth with observed cells" in lines and "`osqp-direct` a=" in lines

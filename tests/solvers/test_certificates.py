@@ -9,6 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 from evalcert.solvers.backends import native, osqp_direct
+from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import QP, Tolerance, qp_certificate
 
 
@@ -181,3 +182,54 @@ def test_a_hidden_light_item_cannot_pass_without_its_cost_in_the_bound():
     assert bad.dual_residual < 1e-6 * 1e6         # hidden from a residual scaled by 1e6
     assert bad.suboptimality_bound >= qp.objective(x) - f_star
     assert not bad.passed
+
+
+# --- qpsolvers backends: evalcert's certificate on the returned primal and dual -------------
+
+def _qpsolvers():
+    from evalcert.solvers.backends import available_qpsolvers
+    return available_qpsolvers()
+
+
+@pytest.mark.parametrize("name", _qpsolvers() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no qpsolvers backend installed (pip install \".[qp]\")"))])
+def test_qpsolvers_backends_return_duals_in_evalcerts_convention(name):
+    from evalcert.solvers.backends import solve_qp
+
+    raw = solve_qp(name, KNOWN, SolveSettings(tolerance=Tolerance(1e-9, 1e-9)))
+    assert raw.ok
+    np.testing.assert_allclose(raw.x, X_STAR, atol=1e-5)
+    np.testing.assert_allclose(raw.y, Y_STAR, atol=1e-5)       # upper bound active: y > 0
+    assert qp_certificate(KNOWN, raw.x, raw.y, Tolerance(1e-6, 1e-6)).passed
+    lower = _qp([[1.0]], [1.0], [[1.0]], [0.0], [np.inf])       # lower bound active: y < 0
+    raw = solve_qp(name, lower)
+    assert raw.y[0] == pytest.approx(-1, abs=1e-5)
+    assert qp_certificate(lower, raw.x, raw.y).passed
+
+
+@pytest.mark.parametrize("box", ["observed", "all"])
+def test_qpsolvers_on_badly_scaled_fits_are_refused_or_within_their_bound(box):
+    from evalcert.solvers.backends import solve_qp
+    from evalcert.solvers.clipped_linear_qp import Design, build_qp
+
+    S, W = _badly_scaled(0)
+    f_ref = _reference_optimum(S, W, 1e-6, box)
+    qp = build_qp(Design.from_mask(np.ones(S.shape, bool)), S.ravel(), W.ravel(), 1e-6, box)
+    for name in _qpsolvers():
+        raw = solve_qp(name, qp)
+        if not raw.ok:
+            continue
+        cert = qp_certificate(qp, raw.x, raw.y)
+        assert cert.lower_bound <= f_ref + 1e-9 * f_ref, name
+        if cert.passed:
+            assert cert.primal_objective - f_ref <= cert.suboptimality_bound + 1e-9 * f_ref, name
+
+
+def test_dense_solver_refuses_a_problem_above_its_limit(monkeypatch):
+    from evalcert.solvers.backends import qpsolvers_
+
+    if "qpsolvers-daqp" not in _qpsolvers():
+        pytest.skip("daqp is not installed")
+    monkeypatch.setattr(qpsolvers_, "DENSE_LIMIT", 3)
+    raw = qpsolvers_.solve(KNOWN, "daqp")
+    assert not raw.ok and raw.x is None and "too large for a dense solver" in raw.status

@@ -99,7 +99,17 @@ def solve_qp(name: str, qp, settings: SolveSettings | None = None, x0=None, y0=N
 
 def check_backend(name: str) -> str:
     """Return ``name`` if that backend is usable, else raise
-    :class:`BackendUnavailableError` listing the ones that are."""
+    :class:`BackendUnavailableError` listing the ones that are.
+
+    Examples
+    --------
+    >>> check_backend("native")
+    'native'
+    >>> check_backend("gurobi")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.BackendUnavailableError: unknown solver 'gurobi'; known: native, osqp-direct, ...
+    """
     known = list(DIRECT_BACKENDS) + list(CVXPY_SOLVERS)
     if name not in known:
         raise BackendUnavailableError(f"unknown solver {name!r}; known: {', '.join(known)}")

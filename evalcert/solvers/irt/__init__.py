@@ -35,6 +35,11 @@ from evalcert.solvers.irt.compare import (FitStatistics, LRTestResult, informati
 from evalcert.solvers.irt.information import (ItemParameters, icc, item_information,
                                               item_parameters, test_information)
 from evalcert.solvers.irt.itemfit import FitResult, item_fit
+from evalcert.solvers.irt.polytomous import GradedResponse
+from evalcert.solvers.irt.threepl import ThreePL
+from evalcert.solvers.irt.anchors import AnchorResult, evaluate_anchors, select_anchors
+from evalcert.solvers.irt.export import estimate_tables, read_item_table
+from evalcert.solvers.irt.responses import ResponseTable, read_responses, responses_from_long
 from evalcert.solvers.irt.scoring import ScoreResult, score_models
 
 __all__ = ["IRTEstimator", "IRTResult", "Rasch", "TwoPL", "LogisticFactor", "BetaIRT",
@@ -46,10 +51,12 @@ __all__ = ["IRTEstimator", "IRTResult", "Rasch", "TwoPL", "LogisticFactor", "Bet
 __all__ += ["score_models", "ScoreResult", "item_fit", "FitResult", "ItemParameters",
             "item_parameters", "icc", "item_information", "test_information",
             "information_criteria", "likelihood_ratio_test", "n_parameters", "FitStatistics",
-            "LRTestResult"]
+            "LRTestResult", "evaluate_anchors", "select_anchors", "AnchorResult",
+            "estimate_tables", "read_item_table", "read_responses", "responses_from_long",
+            "ResponseTable", "ThreePL", "GradedResponse"]
 
 MODELS = {"rasch": Rasch, "2pl": TwoPL, "factor": LogisticFactor, "beta": BetaIRT,
-          "je": JEIRT}
+          "je": JEIRT, "3pl": ThreePL, "graded": GradedResponse}
 
 
 def make_estimator(model: str, method: str | None = None, *, dims: int | None = None,

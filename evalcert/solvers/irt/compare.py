@@ -150,6 +150,9 @@ def likelihood_ratio_test(restricted: Any, general: Any) -> LRTestResult:
     if _NESTING.get(a.model, -1) >= _NESTING.get(b.model, -1) or a.model not in _NESTING:
         raise InputError(f"{a.model} is not nested in {b.model}; pass the restricted model "
                          f"first (order: {' < '.join(_NESTING)})")
+    if getattr(general, "guessing", None):
+        raise InputError(f"not nested: a 3pl with its floor fixed at {general.guessing} lacks "
+                         f"the {a.model} (floor 0); estimate the floor (guessing=None) to test")
     ra, rb = restricted.result_, general.result_
     if (ra.model_names, ra.item_names) != (rb.model_names, rb.item_names):
         raise InputError("the two fits are on different data (model or item names differ); "

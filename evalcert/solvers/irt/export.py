@@ -66,11 +66,14 @@ def estimate_tables(estimator: Any, Y: Any = None) -> tuple[pd.DataFrame, pd.Dat
     if "abilities" in ses:
         models.update(_columns("ability_se", ses["abilities"]))
     if Y is not None:
-        from evalcert.solvers.irt.data import validate_responses
-
-        data = validate_responses(Y, kind=estimator.kind)
-        models["n_observed"] = data.observed.sum(1)
-        models["accuracy"] = (data.values * data.observed).sum(1) / data.observed.sum(1)
+        values = np.asarray(Y.to_numpy() if hasattr(Y, "to_numpy") else Y, dtype=float)
+        if values.shape != (res.n_models, res.n_items):
+            raise InputError(f"Y has shape {values.shape}, the fit {res.n_models} x "
+                             f"{res.n_items}; pass the fitted matrix")
+        seen = np.isfinite(values)
+        models["n_observed"] = seen.sum(1)
+        mean = np.where(seen, values, 0.0).sum(1) / np.maximum(seen.sum(1), 1)
+        models["accuracy" if estimator.kind == "binary" else "mean_response"] = mean
     models["excluded"] = np.isin(res.model_names, res.excluded_models)
     items: dict[str, Any] = {"item": list(res.item_names)}
     for key, column in _ITEM_COLUMNS.items():
@@ -87,7 +90,8 @@ def estimate_tables(estimator: Any, Y: Any = None) -> tuple[pd.DataFrame, pd.Dat
 
 def ranking_text(models: pd.DataFrame, limit: int = 30) -> str:
     """The ranking (rank, model, ability, SE, accuracy) as text; long lists show both ends."""
-    cols = [c for c in ("rank", "model", "ability", "ability_se", "n_observed", "accuracy")
+    cols = [c for c in ("rank", "model", "ability", "ability_se", "n_observed", "accuracy",
+                        "mean_response")
             if c in models.columns]
     if "ability" not in cols:                       # multidimensional: first dimension
         cols[2:2] = [c for c in ("ability_0", "ability_se_0") if c in models.columns]

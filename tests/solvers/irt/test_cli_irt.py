@@ -240,3 +240,24 @@ def test_real_alpaca_eval_beta_through_the_cli(tmp_path, capsys):
     code, text, err = _run(["irt", "fit", small, "--model", "beta"], capsys)
     assert code == 0 and "58 models x 60 items" in err
     _refused(["irt", "fit", small], capsys, "threshold")          # continuous cells, binary model
+
+
+def test_3pl_and_graded_through_the_cli(wide, tmp_path, capsys):
+    code, text, _ = _run(["irt", "fit", wide, "--model", "3pl", "--guessing", "0.2",
+                          "--out-dir", tmp_path / "o3"], capsys)
+    assert code == 0 and "3pl" in text
+    items = pd.read_csv(tmp_path / "o3" / "items.csv")
+    assert np.all(items["guessing"] == 0.2)
+    code, text, _ = _run(["irt", "score", tmp_path / "o3" / "items.csv", wide], capsys)
+    assert code == 0 and "frozen 3pl items" in text
+    _refused(["irt", "fit", wide, "--guessing", "0.2"], capsys, "--guessing")
+    rng = np.random.default_rng(0)
+    scores = pd.DataFrame(rng.integers(1, 11, (60, 5)), index=[f"j{i}" for i in range(60)],
+                          columns=[f"p{j}" for j in range(5)])
+    path = tmp_path / "judge.csv"
+    scores.to_csv(path)
+    code, text, _ = _run(["irt", "fit", path, "--model", "graded", "--out-dir",
+                          tmp_path / "og"], capsys)
+    assert code == 0 and "mean_response" in text
+    assert "threshold_8" in pd.read_csv(tmp_path / "og" / "items.csv").columns
+    _refused(["irt", "fit", path], capsys, "not 0 or 1")          # 1-10 scores, binary model

@@ -1,0 +1,183 @@
+"""One audit of a judge log, as the CLI runs it: read, alarm (M=1, M=2 or the full joint),
+report (summary, Sec. IV panel statement, JSON, per-(grader, label) CSV, plot).
+
+:func:`run_audit` is the library call behind ``evalcert audit``; everything it prints or
+writes comes from the frozen :class:`AuditReport` it returns.
+"""
+
+from __future__ import annotations
+
+import csv as _csv
+import dataclasses
+import json
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from evalcert.errors import InputError
+from evalcert.logic.alarms import AlarmResult, alarm, best_correct, minmax_curve
+from evalcert.logic.readers import load_audit_input
+from evalcert.logic.summaries import Decisions, LabelCounts
+from evalcert.results import ResultMixin, to_jsonable
+
+__all__ = ["AuditReport", "run_audit", "panel_statement", "grader_label_bounds"]
+
+METHODS = ("1", "2", "full")
+
+
+def panel_statement(result: AlarmResult) -> str:
+    """Sec. IV of paper 003 as one sentence about the graders as a panel."""
+    which = {1: "label counts (M=1)", 2: "pair counts (M=2)",
+             "full": "full joint decisions"}.get(result.m, str(result.m))
+    return (f"Given their {which}, the answer key established by these {len(result.graders)} "
+            f"graders is logically consistent with each being at least {result.T} "
+            f"({float(result.T):.1%}) correct on every label, and with nothing higher.")
+
+
+def grader_label_bounds(data: LabelCounts | Decisions, result: AlarmResult,
+                        max_keys: int = 10) -> list[dict[str, Any]]:
+    """Per (grader, label), the best accuracy the M=1 axioms allow at each listed attaining
+    key (closed form ``min(q_l, R_{l,i}) / q_l``): upper bounds, exact."""
+    counts = data.label_counts() if isinstance(data, Decisions) else data
+    rows = []
+    for key in result.attaining_keys[:max_keys]:
+        best = best_correct(counts, key)
+        for i, g in enumerate(counts.graders):
+            for l, lab in enumerate(counts.labels):
+                if key[l] > 0:
+                    rows.append({"grader": g, "label": lab, "key": "/".join(map(str, key)),
+                                 "items": int(key[l]), "best_correct": int(best[i, l]),
+                                 "best_accuracy": str(Fraction(int(best[i, l]), int(key[l])))})
+    return rows
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditReport(ResultMixin):
+    """Everything one audit computed.
+
+    Attributes
+    ----------
+    result : AlarmResult
+    read : dict
+        What the reader did (format, items used/dropped, skipped per grader, unparseable);
+        ``{"format": "label counts"}`` for a JSON summary.
+    notes : tuple of str
+        Lines for stderr.
+    curve_summary : dict or None
+        Number of keys and the extreme values of the M=1 min-max curve, when computed.
+    """
+
+    result: AlarmResult
+    read: dict[str, Any]
+    notes: tuple[str, ...]
+    curve_summary: dict[str, Any] | None = None
+
+    def summary(self, panel: bool = False) -> str:
+        text = self.result.summary()
+        if panel:
+            text += "\n" + panel_statement(self.result)
+        return text
+
+    def to_dict(self, full_curve: bool = False) -> dict[str, Any]:
+        res = {f.name: getattr(self.result, f.name) for f in dataclasses.fields(self.result)
+               if f.name != "curve"}
+        res["method"] = {1: "M=1", 2: "M=2", "full": "full joint"}[self.result.m] + \
+            f" ({self.result.method})"
+        out = {**to_jsonable(res), "read": to_jsonable(self.read),
+               "curve": self.curve_summary}
+        if full_curve and self.result.curve is not None:
+            c = self.result.curve
+            out["curve"] = {**(self.curve_summary or {}), "keys": c.keys.tolist(),
+                            "values": [f"{a}/{b}" for a, b in zip(c.numer.tolist(),
+                                                                  c.denom.tolist())]}
+        return out
+
+    def write_json(self, path: str | Path, full_curve: bool = False) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(full_curve), indent=2))
+
+
+def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
+              fmt: str = "auto", labels: Sequence[str] | str | None = None,
+              graders: Sequence[str] | None = None, on_missing: str = "error",
+              item_col: str | None = None, grader_col: str | None = None,
+              label_col: str | None = None, label_map: str | None = None,
+              solver: str = "highs", plot: str | Path | None = None,
+              csv: str | Path | None = None, verbose: bool = False) -> AuditReport:
+    """Read ``path`` and run the alarm of order ``m`` (``1``, ``2`` or ``"full"``).
+
+    Output paths are the caller's to check (the CLI does it before calling); ``plot`` and
+    ``csv`` are written here.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
+    >>> _ = p.write_text(json.dumps({"authors": {"a": 5, "b": 10, "tie": 10},
+    ...                              "gpt4": {"a": 4, "b": 18, "tie": 3}}))
+    >>> run_audit(p, "0.5").result.T
+    Fraction(2, 3)
+    """
+    m = str(m)
+    if m not in METHODS:
+        raise InputError(f"m={m!r}; use 1, 2 or full")
+    kwargs: dict[str, Any] = {"format": fmt, "item_col": item_col, "grader_col": grader_col,
+                              "label_col": label_col, "label_map": label_map}
+    data = load_audit_input(path, labels=labels, on_missing=on_missing, graders=graders,
+                            **kwargs)
+    if isinstance(data, Decisions):
+        read = to_jsonable(data.report) if data.report is not None else {}
+        notes = tuple(data.report.notes()) if data.report is not None else ()
+    else:
+        read, notes = {"format": "label counts (json)", "items_used": data.n_items}, ()
+    if m != "1" and not isinstance(data, Decisions):
+        raise InputError(f"--m {m} needs question-aligned decisions (a judge log), not label "
+                         "counts")
+    if m == "1" and isinstance(data, Decisions) and not data.complete:
+        raise InputError("--on-missing keep leaves skipped decisions, which only --m full "
+                         "handles; use --m full or --on-missing drop")
+    if csv is not None and isinstance(data, Decisions) and not data.complete:
+        raise InputError("--csv writes M=1 bounds, which need every grader on every item; "
+                         "drop --csv or use --on-missing drop")
+    curve = None
+    if m == "1":
+        result = alarm(data, threshold, curves=plot is not None)
+        curve = result.curve
+    elif m == "2":
+        from evalcert.logic.pairs import alarm_m2
+
+        result = alarm_m2(data, threshold, solver=solver, verbose=verbose)
+    else:
+        from evalcert.logic.joint import alarm_full
+
+        result = alarm_full(data, threshold, solver=solver, verbose=verbose)
+    curve_summary = None
+    if plot is not None:
+        from evalcert.plots.alarms import plot_minmax_curve
+
+        if curve is None and (not isinstance(data, Decisions) or data.complete):
+            curve = minmax_curve(data)
+        if curve is None:
+            raise InputError("--plot draws the M=1 curve over the answer keys, which needs "
+                             "every grader on every item; drop --plot or use --on-missing drop")
+        plot_minmax_curve(curve, plot, alarm_result=result)
+        notes += (f"min-max curve written to {plot}",)
+    if curve is not None:
+        v = curve.values()
+        k_max, k_min = int(np.argmax(v)), int(np.argmin(v))
+        curve_summary = {"n_keys": int(len(v)), "max": str(curve.value(k_max)),
+                         "min": str(curve.value(k_min)),
+                         "argmin": curve.keys[k_min].tolist()}
+    if csv is not None:
+        rows = grader_label_bounds(data, result)
+        with open(csv, "w", newline="") as fh:
+            writer = _csv.DictWriter(fh, fieldnames=["grader", "label", "key", "items",
+                                                     "best_correct", "best_accuracy"])
+            writer.writeheader()
+            writer.writerows(rows)
+        notes += (f"per-(grader, label) M=1 upper bounds at {min(len(result.attaining_keys), 10)}"
+                  f" attaining keys written to {csv}",)
+    if curve is not None and result.curve is None:
+        result = dataclasses.replace(result, curve=curve)
+    return AuditReport(result, read, notes, curve_summary)

@@ -1,0 +1,202 @@
+"""Fuzz every CLI verb with malformed files and odd parameters (issue 10, Definition of done).
+
+Each case runs ``evalcert.cli.main`` in-process under a time limit and must end in exit
+status 0, or in status 2 with exactly one error line on stderr naming the problem (the
+last line; lines before it may only be counts a reader reports): never a
+traceback (an exception escaping ``main`` fails the case), never a hang (the time limit
+fails it). Cases are generated from seeded loops: every numeric option the parser
+declares (found by walking it, so new options are fuzzed too) gets odd values, and
+every verb that reads a file gets every malformed file. Cases a verb owned elsewhere
+still fails are marked ``xfail(strict=True)`` in ``KNOWN`` with the reason, so a fix
+turns them into a failure that asks for the mark's removal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from evalcert.cli import build_parser
+from tests._cli import run_cli
+
+SECONDS = 20  # per case; every case here takes well under a second on an idle machine
+ODD = ("0", "-1", "nan", "inf", "-inf", "1e308", "99999999999999999999", "abc", "")
+
+# verb -> (words before the file, words after it); {out} is a fresh output folder
+FILE_VERBS = {
+    "fit": (["fit"], []),
+    "gini": (["gini"], []),
+    "curl": (["curl"], ["--rectangles", "200"]),
+    "experiment": (["experiment", "sparse-recovery", "--scores"],
+                   ["--seeds", "2", "--n-jobs", "1", "--no-progress"]),
+    "audit": (["audit"], []),
+    "irt-fit": (["irt", "fit"], []),
+    "irt-holdout": (["irt", "holdout"], []),
+}
+GOOD_FILE = {"fit": "scores.csv", "gini": "scores.csv", "curl": "scores.csv",
+             "experiment": "scores.csv", "audit": "decisions.csv", "irt-fit": "binary.csv",
+             "irt-holdout": "binary.csv"}
+BENCH_BASE = ["bench", "--quick", "--family", "ilp-m1", "--backends", "native", "--profile",
+              "low", "--jobs", "1", "--no-memory", "--out", "{out}"]
+
+#: case id -> why it still fails (owned by another engineer; forwarded by the lead)
+KNOWN: dict[str, str] = {}
+
+
+def _scores_text() -> str:
+    rng = np.random.default_rng(0)
+    theta, b = rng.uniform(-0.3, 0.3, 8), rng.uniform(-0.3, 0.3, 10)
+    values = np.clip(theta[:, None] - b[None, :] + rng.normal(0, 0.05, (8, 10)), -1, 1)
+    rows = ["agent," + ",".join(f"q{j}" for j in range(10))]
+    rows += [f"a{i}," + ",".join(f"{v:.3f}" for v in values[i]) for i in range(8)]
+    return "\n".join(rows) + "\n"
+
+
+def _binary_text() -> str:
+    rng = np.random.default_rng(1)
+    theta, b = rng.normal(0, 1, 30), rng.normal(0, 1, 8)
+    y = (rng.random((30, 8)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(int)
+    rows = ["model," + ",".join(f"i{j}" for j in range(8))]
+    rows += [f"m{i}," + ",".join(map(str, y[i])) for i in range(30)]
+    return "\n".join(rows) + "\n"
+
+
+DECISIONS = "item,g1,g2,g3\n" + "".join(
+    f"{k},{'ab'[k % 2]},{'ab'[(k // 2) % 2]},{'ab'[(k // 3) % 2]}\n" for k in range(12))
+
+
+def _malformed(good: str) -> dict[str, bytes | None]:
+    """Malformed variants of a good CSV; None marks a directory."""
+    lines = good.splitlines()
+    body = "\n".join(lines[1:]) + "\n"
+    rng = np.random.default_rng(2)
+    return {
+        "no_header": body.encode(),
+        "empty": b"",
+        "header_only": (lines[0] + "\n").encode(),
+        "binary": bytes(rng.integers(0, 256, 300, dtype=np.uint8)),
+        "gzip_named_csv": gzip.compress(good.encode()),
+        "semicolons": good.replace(",", ";").encode(),
+        "nan_inf": good.replace(lines[1].split(",")[1], "nan", 1)
+                       .replace(lines[2].split(",")[2], "inf", 1).encode(),
+        "huge_values": "\n".join([lines[0]] + [",".join([r.split(",")[0]] + ["1e308"] *
+                                  (len(r.split(",")) - 1)) for r in lines[1:]]).encode(),
+        "duplicate_names": (lines[0] + "\n" + lines[1] + "\n" + lines[1] + "\n"
+                            + "\n".join(lines[2:]) + "\n").encode(),
+        "duplicate_columns": good.replace(lines[0], ",".join(
+            lines[0].split(",")[:-1] + [lines[0].split(",")[1]]), 1).encode(),
+        "latin1_names": good.replace(lines[1].split(",")[0], "mod\u00e8le", 1).encode("latin-1"),
+        "ragged": (good + lines[1] + ",0.5,0.5\n").encode(),
+        "directory": None,
+    }
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz")
+    goods = {"scores.csv": _scores_text(), "binary.csv": _binary_text(),
+             "decisions.csv": DECISIONS}
+    for name, text in goods.items():
+        (root / name).write_text(text)
+        for kind, data in _malformed(text).items():
+            path = root / f"{kind}-{name}"
+            if data is None:
+                path.mkdir()
+            else:
+                path.write_bytes(data)
+    (root / "corrupt.parquet").write_bytes(b"PAR1" + bytes(range(64)) + b"PAR1")
+    (root / "bad.json").write_text('{"g1": {"a": 1}, "g1": {"a": 2}')
+    return root
+
+
+def _numeric_options() -> list[tuple[tuple[str, ...], str]]:
+    """(verb words, option) of every option with a type= function, found by walking."""
+    out = []
+
+    def walk(parser: argparse.ArgumentParser, words: tuple[str, ...]) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, words + (name,))
+            elif action.option_strings and action.type is not None:
+                out.append((words, action.option_strings[-1]))
+
+    walk(build_parser(), ())
+    return out
+
+
+def _verb_key(words: tuple[str, ...]) -> str | None:
+    if words[:1] == ("experiment",):
+        return "experiment"
+    key = "-".join(words)
+    return key if key in FILE_VERBS or key == "bench" else None
+
+
+def _cases() -> list:
+    cases = []
+    for verb in FILE_VERBS:  # malformed files x verbs that read files
+        for kind in (*_malformed(_scores_text()), "missing", "corrupt_parquet", "bad_json"):
+            cases.append((f"{verb}-file-{kind}", verb, ("file", kind), None))
+    rng = np.random.default_rng(10)  # odd values for every numeric option
+    for words, option in _numeric_options():
+        verb = _verb_key(words)
+        if verb is None:
+            continue
+        for value in rng.permutation(ODD)[:5]:
+            cases.append((f"{verb}-{option}={value or 'EMPTY'}", verb, ("option", option),
+                          str(value)))
+    cases += [("audit---threshold=nan", "audit", ("option", "--threshold"), "nan"),
+              ("audit---threshold=2", "audit", ("option", "--threshold"), "2"),
+              ("demo---json-nodir", "demo", ("demo", "--json"), "nodir/x.json"),
+              ("demo---solver-unknown", "demo", ("demo", "--solver"), "nosuch")]
+    return [pytest.param(*c[1:], id=c[0], marks=[pytest.mark.xfail(strict=True,
+                                                                   reason=KNOWN[c[0]])]
+                         if c[0] in KNOWN else []) for c in cases]
+
+
+def _argv(verb: str, what: tuple[str, str], value: str | None, files, tmp_path) -> list[str]:
+    if what[0] == "demo":
+        return ["demo", what[1], str(tmp_path / value) if what[1] == "--json" else value]
+    if verb == "bench":
+        return [w.format(out=tmp_path / "bench") for w in BENCH_BASE] + [what[1], value]
+    before, after = FILE_VERBS[verb]
+    good = files / GOOD_FILE[verb]
+    if what[0] == "file":
+        kind = what[1]
+        path = {"missing": files / "no-such-file.csv", "corrupt_parquet": files / "corrupt.parquet",
+                "bad_json": files / "bad.json"}.get(kind, files / f"{kind}-{good.name}")
+        return [*before, str(path), *after]
+    return [*before, str(good), *after, what[1], value]
+
+
+@pytest.mark.parametrize("verb, what, value", _cases())
+def test_cli_case_ends_cleanly(verb, what, value, files, tmp_path):
+    argv = _argv(verb, what, value, files, tmp_path)
+    if verb == "bench" and value is not None:
+        # Never run a bench the parser accepts with an odd job count: it would start
+        # that many worker processes. The property checked is the parser's refusal.
+        if what[1] == "--jobs":
+            with pytest.raises(SystemExit):
+                build_parser().parse_args(argv)
+            return
+    status, out, err = run_cli(argv, seconds=SECONDS)
+    lines = [line for line in err.splitlines() if line.strip()]
+    if status == 0:
+        return
+    assert status == 2, f"exit status {status}; stderr:\n{err}"
+    # One error line, last; lines before it may only be the counts a reader reports.
+    errors = [line for line in lines if ": error: " in line]
+    assert len(errors) == 1 and lines[-1] == errors[0], f"expected one error line:\n{err}"
+    assert "Traceback" not in err and len(errors[0]) > 20
+
+
+def test_fuzz_covers_every_verb():
+    ids = {p.id for p in _cases()}
+    for verb in (*FILE_VERBS, "bench", "demo"):
+        assert any(i.startswith(verb + "-") for i in ids), verb
+    assert len(ids) == len(_cases())  # ids are unique
+    json.dumps(sorted(ids))  # ids are plain strings
