@@ -1,13 +1,19 @@
-"""Benchmark of the exact no-knowledge alarms (issue 3). A script, not a test.
+"""Benchmark of the exact no-knowledge alarms (issues 3 and 11). A script, not a test.
 
 Prints one table: case, measured median time, target, ratio target/measured (> 1 meets
-the target). ILP rows compare HiGHS and CBC, fresh model vs a model built once and
-re-solved. Run: ``python benchmarks/bench_alarms.py``.
+the target), and peak RSS after the case. ILP rows compare HiGHS and CBC, fresh model vs a
+model built once and re-solved. Real size (issue 11): the M=1 curve over 475,800 keys
+(Q = 974, R = 3), and M=2 and the full joint on a simulated log with Q = 1000, R = 3, N = 5
+(:mod:`evalcert.logic.simulate`, seed 0) with the M=1 time on the same log as the
+reference. Run: ``python benchmarks/bench_alarms.py [--quick]`` (``--quick`` skips the
+real-size ILP rows).
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
+import sys
 import time
 from typing import Callable
 
@@ -16,7 +22,14 @@ import numpy as np
 from evalcert.datasets.mtbench import paper_summaries
 from evalcert.logic import alarm, alarm_threshold, consistent_ilp, label_counts, minmax_curve
 from evalcert.logic.ilp import M1Model, best_min_accuracy_ilp, solve_model
+from evalcert.logic.joint import alarm_full
+from evalcert.logic.pairs import alarm_m2
+from evalcert.logic.simulate import simulate_decisions
 from evalcert.results import format_table
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def median_seconds(fn: Callable[[], object], repeat: int) -> float:
@@ -46,7 +59,13 @@ def main() -> None:
     def add(case: str, seconds: float, target: float | None) -> None:
         ratio = f"{target / seconds:.1f}x" if target else "-"
         rows.append([case, f"{seconds * 1e3:.3f} ms", f"{target * 1e3:.0f} ms" if target
-                     else "-", ratio])
+                     else "-", ratio, f"{peak_mb():.0f} MB"])
+
+    fig7 = label_counts({"g0": {"a": 300, "b": 400, "c": 274},
+                         "g1": {"a": 350, "b": 324, "c": 300},
+                         "g2": {"a": 200, "b": 500, "c": 274}})
+    add("M=1 curve Q=974 R=3 (475800 keys), first case", median_seconds(
+        lambda: minmax_curve(fig7), 3), 1.0)
 
     add("MT-Bench T only (closed form)", median_seconds(lambda: alarm_threshold(mt), 200), 0.010)
     add("MT-Bench T + argmax keys + binding",
@@ -65,9 +84,22 @@ def main() -> None:
             median_seconds(lambda: solve_model(model, solver), 20), None)
         add(f"ILP whole-QC feasibility at x=2/3 ({solver})",
             median_seconds(lambda: consistent_ilp(mt, threshold="2/3", solver=solver), 20), None)
+    if "--quick" not in sys.argv:
+        dec = simulate_decisions(1000, 3, 5, seed=0)
+        start = time.perf_counter()
+        m1 = alarm(dec, "0.5", curves=False)
+        t1 = time.perf_counter() - start
+        add("M=1 alarm Q=1000 R=3 N=5 (reference)", t1, None)
+        for name, fn in (("M=2", alarm_m2), ("full joint", alarm_full)):
+            start = time.perf_counter()
+            res = fn(dec, "0.5")
+            sec = time.perf_counter() - start
+            add(f"{name} alarm Q=1000 R=3 N=5: T = {res.T}, {res.n_solves} ILPs, "
+                f"{sec / t1:,.0f}x M=1", sec, 60.0)
+        print(f"Q=1000 R=3 N=5: T_1 = {m1.T}")
     print("reference: the best public implementation needs ~144 s for one MT-Bench key")
     print(f"T(MT-Bench) = {alarm_threshold(mt)}, T(Q=10^6 random) = {alarm_threshold(huge)}")
-    print(format_table(rows, ["case", "median", "target", "target/measured"]))
+    print(format_table(rows, ["case", "median", "target", "target/measured", "peak RSS"]))
 
 
 if __name__ == "__main__":

@@ -44,20 +44,20 @@ HUGE = [(10_000, 1_000_000, 100_000_000)]
 
 
 def generate(K: int, J: int, n: int | None, seed: int = 0):
-    """Cells of a random design: ``n`` cells spread evenly over the items (or
-    all K x J), each agent and item observed, saturated additive scores."""
+    """Cells of a random design: ``n // J`` cells per item (or all K x J), each
+    agent and item observed, saturated additive scores."""
     rng = np.random.default_rng(seed)
     if n is None:
         rows = np.repeat(np.arange(K, dtype=np.int64), J)
         cols = np.tile(np.arange(J, dtype=np.int64), K)
     else:
-        cols = np.r_[np.repeat(np.arange(J, dtype=np.int64), n // J),
-                     rng.integers(0, J, n - J * (n // J))]
-        rows = rng.integers(0, K, n)
-        rows[:K] = np.arange(K)                     # every agent observed at least once
-        flat = np.unique(rows * J + cols)           # drop repeated pairs
-        rows, cols = flat // J, flat % J
-        del flat
+        # d = n // J distinct agents per item, spaced K // d apart from a random
+        # start (no repeated pair, no sort); every agent is hit when d J >= K
+        d = max(1, min(K, n // J))
+        cols = np.repeat(np.arange(J, dtype=np.int64), d)
+        start = rng.integers(0, K, J)
+        start[:K] = np.arange(min(K, J))            # every agent observed at least once
+        rows = (np.repeat(start, d) + np.tile(np.arange(d, dtype=np.int64) * (K // d), J)) % K
     theta, b = rng.normal(0.25, 0.35, K), rng.normal(0, 0.25, J)
     scores = theta[rows] - b[cols]
     scores += 0.1 * rng.standard_normal(len(rows))

@@ -101,7 +101,10 @@ html_show_sourcelink = False
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
-    "secondary_sidebar_items": ["page-toc"],
+    # tutorials print wide tables: give them the width of the right-hand column
+    "secondary_sidebar_items": {page: ["page-toc"] for page in
+                                ("index", "getting_started", "certificates", "cli",
+                                 "api/*", "papers/*")},
     "footer_start": ["copyright"],
     "footer_end": ["sphinx-version"],
 }

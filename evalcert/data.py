@@ -586,23 +586,50 @@ class _LongBuilder:
         self.names: dict[str, dict[str, int]] = {"agent": {}, "item": {}}
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.n_rows = 0
+        self._last: dict[str, tuple] = {}       # kind -> (arrow dictionary, its global codes)
+
+    def _refuse_empty(self, kind: str, row: int) -> None:
+        raise InputError(f"empty {kind} name in data row {self.n_rows + row + 1} of the long "
+                         f"table; every row needs an {kind} name (fill it in or drop the row)")
 
     def _codes(self, column, kind: str) -> np.ndarray:
-        if hasattr(column, "type"):                      # pyarrow: encode without Python strings
+        """Global codes of the names in ``column``, numbered in order of first appearance.
+
+        Arrow columns are dictionary-encoded in C; each distinct name becomes a
+        Python string once, and a dictionary repeated across batches (Parquet
+        dictionary pages) is mapped once for the whole file.
+        """
+        if hasattr(column, "type"):
+            import pyarrow as pa
             import pyarrow.compute as pc
-            enc = pc.dictionary_encode(column, null_encoding="encode")
-            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            uniques = enc.dictionary.to_pylist()
+            arr = column if pa.types.is_dictionary(column.type) else \
+                pc.dictionary_encode(column, null_encoding="encode")
+            if arr.null_count:
+                self._refuse_empty(kind, int(np.flatnonzero(arr.is_null().to_numpy(
+                    zero_copy_only=False))[0]))
+            codes = arr.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            values = arr.dictionary
+            last = self._last.get(kind)
+            if last is not None and last[0].equals(values):
+                glob = last[1]
+            else:
+                glob = np.full(len(values), -1, dtype=np.int64)
+                self._last[kind] = (values, glob)
         else:
-            codes, uniques = pd.factorize(column, use_na_sentinel=False)
-        text = [_name_text(v) for v in uniques]
-        if "" in text:
-            row = self.n_rows + int(np.flatnonzero(codes == text.index(""))[0]) + 1
-            raise InputError(f"empty {kind} name in data row {row} of the long table; every "
-                             f"row needs an {kind} name (fill it in or drop the row)")
-        mapping = self.names[kind]
-        lookup = np.array([mapping.setdefault(t, len(mapping)) for t in text], dtype=np.int64)
-        return lookup[codes]
+            codes, values = pd.factorize(column, use_na_sentinel=False)
+            glob = np.full(len(values), -1, dtype=np.int64)
+        first = np.full(len(glob), len(codes), dtype=np.int64)
+        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)      # O(n) first appearance
+        new = np.flatnonzero((first < len(codes)) & (glob < 0))
+        new = new[np.argsort(first[new], kind="stable")]
+        if len(new):
+            raw = values.take(new).to_pylist() if hasattr(values, "to_pylist") else list(values[new])
+            texts = raw if all(type(v) is str for v in raw) else [_name_text(v) for v in raw]
+            if "" in texts:
+                self._refuse_empty(kind, int(first[new[texts.index("")]]))
+            mapping = self.names[kind]
+            glob[new] = [mapping.setdefault(t, len(mapping)) for t in texts]
+        return glob[codes]
 
     def add(self, agents, items, scores) -> None:
         rows, cols = self._codes(agents, "agent"), self._codes(items, "item")

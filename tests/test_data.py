@@ -297,3 +297,17 @@ def test_duplicate_long_pairs_are_refused_in_every_reader(tmp_path):
     for path in (tmp_path / "s.csv", tmp_path / "d.parquet"):
         with pytest.raises(InputError, match=r"duplicate \(agent, item\) pairs.*\(a, x\)"):
             read_scores(path, format="long")
+
+
+def test_dictionary_parquet_reads_only_used_names_across_batches(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    agents = pa.array(["z", "NA", "m1", "unused"])            # 'unused' is in no row
+    codes = pa.array(np.array([1, 0, 2, 1, 0, 2], np.int32))
+    table = pa.table({"agent": pa.DictionaryArray.from_arrays(codes, agents),
+                      "item": ["q1", "q1", "q1", "q2", "q2", "q2"],
+                      "score": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]})
+    pq.write_table(table, tmp_path / "d.parquet")
+    S = read_scores(tmp_path / "d.parquet", format="long", batch_rows=2)
+    assert S.agents == ("NA", "z", "m1") and S.items == ("q1", "q2")   # first appearance
+    assert S.values[S.agents.index("m1"), 1] == 0.6

@@ -36,10 +36,14 @@ FILE_VERBS = {
     "audit": (["audit"], []),
     "irt-fit": (["irt", "fit"], []),
     "irt-holdout": (["irt", "holdout"], []),
+    "irt-itemfit": (["irt", "itemfit"], []),
+    "irt-compare": (["irt", "compare"], []),
+    "irt-anchors": (["irt", "anchors"], ["--n-anchors", "3"]),
 }
 GOOD_FILE = {"fit": "scores.csv", "gini": "scores.csv", "curl": "scores.csv",
              "experiment": "scores.csv", "audit": "decisions.csv", "irt-fit": "binary.csv",
-             "irt-holdout": "binary.csv"}
+             "irt-holdout": "binary.csv", "irt-itemfit": "binary.csv",
+             "irt-compare": "binary.csv", "irt-anchors": "binary.csv"}
 BENCH_BASE = ["bench", "--quick", "--family", "ilp-m1", "--backends", "native", "--profile",
               "low", "--jobs", "1", "--no-memory", "--out", "{out}"]
 

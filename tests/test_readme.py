@@ -4,16 +4,18 @@ generated data.
 
 How README lines are read
 -------------------------
-* Python blocks run in a temporary folder holding the fixture files below
-  (``scores.csv``, ``S.csv``, ``decisions.csv``, ``agent_labels.csv``,
-  ``responses.csv``).
+* Python blocks and commands run in a temporary folder holding the fixture files
+  below (``scores.csv``, ``S.csv``, ``decisions.csv``, ``agent_labels.csv``,
+  ``responses.csv``) and a link ``evalcert/`` to the package, so shipped files can be
+  named by their path in the repository (``evalcert/datasets/mtbench_table1.csv``).
 * A line ``EXPR  # CLAIM`` or ``EXPR  # CLAIM: explanation`` whose CLAIM is a Python
   expression asserts ``EXPR == CLAIM``; comments that are prose are left alone.
 * Shell lines: ``[...]`` optional parts and ``...`` are dropped, ``a|b|c`` keeps its
   first alternative, ``\\`` continues a line, ``&&`` separates commands, ``#`` starts a
-  comment. ``evalcert ...`` runs in-process with a time limit; ``pip install`` and
-  ``pytest`` are the install and this suite (not rerun); ``python benchmarks/...``
-  scripts must be listed in ``COVERED_ELSEWHERE``.
+  comment; the commands of one block run in order in one folder. ``evalcert ...`` runs
+  in-process with a time limit; ``pip install`` and ``pytest`` are the install and this
+  suite (not rerun); ``python benchmarks/...`` scripts must be listed in
+  ``COVERED_ELSEWHERE`` (the test run that covers them).
 * A block that cannot run on shipped data is marked in README.md by a hidden comment on
   the line just above it: ``<!-- readme-test: skip REASON -->``; the test reports the
   skip with that reason.
@@ -78,8 +80,7 @@ def _words(command: str) -> list[str]:
 
 
 PYTHON = [b for b in _blocks() if b[1] == "python"]
-SHELL = [(b[0], cmd, b[3]) for b in _blocks() if b[1] in ("bash", "sh", "console")
-         for cmd in _commands(b[2])]
+SHELL = [(b[0], _commands(b[2]), b[3]) for b in _blocks() if b[1] in ("bash", "sh", "console")]
 
 
 @pytest.fixture()
@@ -97,13 +98,15 @@ def workdir(tmp_path, monkeypatch):
     pd.DataFrame({"agent": frame.index, "good_faith": np.arange(len(frame)) % 2}).to_csv(
         tmp_path / "agent_labels.csv", index=False)
     rng = np.random.default_rng(0)
-    theta, b = rng.normal(0, 1, 40), rng.normal(0, 1, 12)
+    theta, b = rng.normal(0, 1, 200), rng.normal(0, 1, 20)
     prob = 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))
     responses = pd.DataFrame((rng.random(prob.shape) < prob).astype(int),
-                             index=[f"model{i}" for i in range(40)],
-                             columns=[f"item{j}" for j in range(12)])
+                             index=[f"model{i}" for i in range(200)],
+                             columns=[f"item{j}" for j in range(20)])
     responses.index.name = "model"
     responses.to_csv(tmp_path / "responses.csv")
+    # README may name shipped files by their path in the repository
+    (tmp_path / "evalcert").symlink_to(REPO_ROOT / "evalcert", target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -142,11 +145,7 @@ def test_python_block_runs_and_its_claims_hold(line, lang, code, skip, workdir):
                                    f"comment says {claim}"
 
 
-@pytest.mark.parametrize("line, command, skip", SHELL,
-                         ids=[f"line{c[0]}-{_words(c[1])[:3]}" for c in SHELL])
-def test_shell_line_exits_zero(line, command, skip, workdir):
-    if skip is not None:
-        pytest.skip(f"README.md line {line} is marked not runnable here: {skip}")
+def _run_command(line: int, command: str) -> None:
     words = _words(command)
     if words[:1] == ["evalcert"]:
         status, out, err = run_cli(words[1:], seconds=CLI_SECONDS)
@@ -154,20 +153,30 @@ def test_shell_line_exits_zero(line, command, skip, workdir):
         return
     text = " ".join(words)
     if re.match(r"python3? -m pip install", text):
-        pytest.skip("installs the package (.ci/run runs it in a fresh virtual environment)")
+        return  # installs the package: .ci/run runs it in a fresh virtual environment
     if re.match(r"python3? -m pytest", text):
-        pytest.skip("runs this test suite")
-    script = next((s for s in COVERED_ELSEWHERE if s in text), None)
-    if script is not None:
-        pytest.skip(f"{script}: {COVERED_ELSEWHERE[script]}")
+        return  # this test suite
+    if any(script in text for script in COVERED_ELSEWHERE):
+        return
     pytest.fail(f"README.md line {line}: {command!r} is neither an evalcert verb nor known "
                 "here; mark its block with <!-- readme-test: skip REASON --> or add it to "
                 "COVERED_ELSEWHERE")
 
 
+@pytest.mark.parametrize("line, commands, skip", SHELL,
+                         ids=[f"line{c[0]}" for c in SHELL])
+def test_shell_block_exits_zero(line, commands, skip, workdir):
+    # The commands of one block run in order in one folder (a later one may read what an
+    # earlier one wrote, e.g. irt fit --out-dir fit && irt score fit/items.csv).
+    if skip is not None:
+        pytest.skip(f"README.md line {line} is marked not runnable here: {skip}")
+    for command in commands:
+        _run_command(line, command)
+
+
 def test_readme_has_blocks_to_check():
     # the parser above finds the README's examples (guards against a silent no-op test)
-    assert len(PYTHON) >= 2 and len(SHELL) >= 6
+    assert len(PYTHON) >= 2 and sum(len(c) for _, c, _ in SHELL) >= 6
     assert _words("evalcert fit s.csv [--format wide|long] [--lam 1e-6]") == ["evalcert",
                                                                               "fit", "s.csv"]
     assert _words("evalcert irt fit r.csv --model rasch|2pl ...") == ["evalcert", "irt", "fit",

@@ -47,9 +47,9 @@ for method in ("jml", "cml", "mml"):
     model = Rasch(method=method).fit(Y)
     fits[method] = model
     r = np.corrcoef(model.difficulties_, b)[0, 1]
+    se = np.median(model.difficulties_se_)
     print(f"{method}: converged {model.result_.converged}, "
-          f"corr(difficulty, truth) = {r:.3f}, "
-          f"median difficulty SE = {np.median(model.difficulties_se_):.3f}")
+          f"corr with truth {r:.3f}, median SE {se:.3f}")
 
 # %%
 # One fit in full:
@@ -82,9 +82,9 @@ fig.tight_layout()
 # slopes should come out near one; with about 37 observed cells per item the extra slope
 # parameters cost precision in the difficulties (compare with the Rasch fits above).
 twopl = TwoPL(method="mml").fit(Y)
+r = np.corrcoef(twopl.difficulties_, b)[0, 1]
 print(f"2PL: converged {twopl.result_.converged}, "
-      f"median slope {np.median(twopl.discriminations_):.2f}, "
-      f"corr(difficulty, truth) = {np.corrcoef(twopl.difficulties_, b)[0, 1]:.3f}")
+      f"median slope {np.median(twopl.discriminations_):.2f}, corr with truth {r:.3f}")
 
 # %%
 # The same from the command line

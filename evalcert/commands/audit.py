@@ -57,6 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="include every key's value in the JSON (large at real size)")
     parser.add_argument("--csv", default=None,
                         help="write per-(grader, label) best accuracies at the attaining keys")
+    parser.add_argument("--estimates", default=None,
+                        help="point estimates beside the bounds, checked against T: ds "
+                             "(Dawid-Skene), mv (majority vote), e.g. ds,mv (crowd-kit)")
+    parser.add_argument("--agreement", action="store_true",
+                        help="Fleiss'/Cohen's kappa (statsmodels), Krippendorff's alpha")
+    parser.add_argument("--bootstrap", type=int, default=0, metavar="B",
+                        help="item bootstrap of T_1 with B resamples (a population statement)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
     parser.add_argument("--verbose", action="store_true", help="progress of ILP solves")
     parser.set_defaults(func=run)
@@ -76,7 +84,10 @@ def run(args: argparse.Namespace) -> int:
         graders=args.graders.split(",") if args.graders else None,
         on_missing=args.on_missing, item_col=args.item_col, grader_col=args.grader_col,
         label_col=args.label_col, label_map=args.label_map, solver=args.solver,
-        plot=args.plot, csv=args.csv, verbose=args.verbose)
+        plot=args.plot, csv=args.csv,
+        estimators=tuple(args.estimates.split(",")) if args.estimates else (),
+        with_agreement=args.agreement, n_boot=args.bootstrap, seed=args.seed,
+        verbose=args.verbose)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
     print(report.summary(panel=args.panel))

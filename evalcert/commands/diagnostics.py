@@ -23,9 +23,6 @@ REGIMES = ("row", "column", "hybrid", "nlogn")
 HOLDOUT_SCHEMES = ("entrywise", "row", "column", "L")
 BACKENDS = ("loky", "dask", "ray")
 
-#: seconds to wait for a dask scheduler before refusing --scheduler
-SCHEDULER_TIMEOUT = 5
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``curl`` and ``experiment`` verbs."""
@@ -76,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sparse.add_argument("--backend", choices=BACKENDS, default="loky")
     sparse.add_argument("--scheduler", default=None,
                         help="dask scheduler address for --backend dask (tcp://host:8786); "
-                             f"refused if it does not answer within {SCHEDULER_TIMEOUT} s")
+                             "refused with one line if it does not answer within seconds")
     sparse.add_argument("--n-jobs", type=int_range(1, 256), default=None,
                         help="workers, 1..256 (default: all cores)")
     sparse.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -106,21 +103,6 @@ def run_curl(args: argparse.Namespace) -> int:
     return 0
 
 
-def _connect(address: str):
-    """A dask ``Client`` on ``address``, or an InputError within SCHEDULER_TIMEOUT seconds."""
-    try:
-        from distributed import Client
-    except ImportError:
-        raise InputError("--scheduler needs dask.distributed: pip install distributed") from None
-    try:
-        return Client(address, timeout=f"{SCHEDULER_TIMEOUT}s")
-    except (OSError, TimeoutError, ValueError, TypeError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"--scheduler {address}: no dask scheduler answered within "
-                         f"{SCHEDULER_TIMEOUT} s ({reason}); start one (dask scheduler) or "
-                         "drop --scheduler") from None
-
-
 def run_sparse_recovery(args: argparse.Namespace) -> int:
     """Run the sparse-recovery experiment and print its summary."""
     from evalcert.data import read_scores
@@ -137,17 +119,12 @@ def run_sparse_recovery(args: argparse.Namespace) -> int:
     if args.labels is not None:
         partition = partition_vector(S.agents, read_agent_labels(args.labels, S.agents,
                                                                  args.domain))
-    client = _connect(args.scheduler) if args.scheduler is not None else None
-    try:
-        result = sparse_recovery(S, args.regime, C=args.C, alpha=args.alpha, beta=args.beta,
-                                 seeds=args.seeds, partition=partition,
-                                 holdout_fraction=args.holdout, holdout_seed=args.holdout_seed,
-                                 holdout_scheme=args.holdout_scheme, d=args.d,
-                                 backend=args.backend, n_jobs=args.n_jobs,
-                                 progress=not args.no_progress)
-    finally:
-        if client is not None:
-            client.close()
+    result = sparse_recovery(S, args.regime, C=args.C, alpha=args.alpha, beta=args.beta,
+                             seeds=args.seeds, partition=partition,
+                             holdout_fraction=args.holdout, holdout_seed=args.holdout_seed,
+                             holdout_scheme=args.holdout_scheme, d=args.d,
+                             backend=args.backend, n_jobs=args.n_jobs,
+                             scheduler=args.scheduler, progress=not args.no_progress)
     print(result.summary())
     if args.json is not None:
         result.to_json(args.json)

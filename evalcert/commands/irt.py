@@ -27,7 +27,7 @@ MODELS = ("2pl", "3pl", "beta", "factor", "graded", "je", "rasch")
 #: per-model defaults shown in --help (tests/solvers/irt/test_cli_irt.py checks the library)
 DEFAULTS = {
     "rasch": {"method": "jml", "lam": 1.0, "max_iter": 2000, "tol": 1e-6},
-    "2pl": {"method": "mml", "lam": 1.0, "max_iter": 2000, "tol": 1e-6, "slope_prior": 0.25},
+    "2pl": {"method": "mml", "lam": 1.0, "max_iter": 2000, "tol": 1e-6, "slope_prior": 4.0},
     "factor": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6, "dims": 2},
     "beta": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6},
     "je": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-3, "dims": 16},
@@ -310,7 +310,8 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
     p.add_argument("--tol", type=positive_float, default=None,
                    help=f"convergence tolerance; default {_defaults_text('tol')}")
     p.add_argument("--slope-prior", type=nonnegative_float, default=None,
-                   help="precision of the N(1, 1/p) prior on 2pl mml slopes (0 = pure "
+                   help="precision p of the slope prior of mml (2pl: log a ~ N(0, 1/p); "
+                        "3pl/graded: a ~ N(1, 1/p); 0 = pure "
                         f"marginal ML); default {_defaults_text('slope_prior')}")
     p.add_argument("--guessing", type=_floor, default=None,
                    help="3pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "

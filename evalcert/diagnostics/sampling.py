@@ -117,6 +117,15 @@ class SamplingResult(ResultMixin):
     mask : ndarray of bool
         The training design: K x J (:func:`sample_training`) or over ``S.cells()``
         (:func:`sample_training_cells`); not in ``to_dict``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> observed = np.ones((30, 200), bool)
+    >>> design = sample_training(observed, holdout_mask(observed, 0.2, seed=0), "nlogn", C=1.6,
+    ...                          seed=1)
+    >>> design.regime, design.mask.shape, bool(0 < design.coverage < 0.8)
+    ('nlogn', (30, 200), True)
     """
 
     regime: str

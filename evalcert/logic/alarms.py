@@ -213,8 +213,10 @@ def minmax_curve(summaries: Any, *, lower: Sequence[int] | None = None,
     Examples
     --------
     >>> from evalcert.datasets.mtbench import paper_summaries
-    >>> print(minmax_curve(paper_summaries()).summary())
-    351 keys; max v = 2/3 at (6, 15, 4), min v = 3/25 at (0, 0, 25)
+    >>> curve = minmax_curve(paper_summaries())
+    >>> top = int(curve.values().argmax())
+    >>> len(curve.keys), curve.value(top), curve.keys[top].tolist()  # T and where
+    (351, Fraction(2, 3), [6, 15, 4])
     """
     counts = as_label_counts(summaries)
     keys = qcomplex_array(counts.n_items, len(counts.labels), lower, upper)

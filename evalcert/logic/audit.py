@@ -67,17 +67,35 @@ class AuditReport(ResultMixin):
         Lines for stderr.
     curve_summary : dict or None
         Number of keys and the extreme values of the M=1 min-max curve, when computed.
+    estimates : tuple of Estimate
+        Point estimates (crowd-kit), each checked against ``T``.
+    agreement : Agreement or None
+    bootstrap : dict or None
+        Item bootstrap of ``T_1`` (a population statement).
     """
 
     result: AlarmResult
     read: dict[str, Any]
     notes: tuple[str, ...]
     curve_summary: dict[str, Any] | None = None
+    estimates: tuple[Any, ...] = ()
+    agreement: Any = None
+    bootstrap: dict[str, Any] | None = None
 
     def summary(self, panel: bool = False) -> str:
         text = self.result.summary()
         if panel:
             text += "\n" + panel_statement(self.result)
+        for est in self.estimates:
+            text += "\nestimate: " + est.summary()
+        if self.agreement is not None:
+            text += "\nagreement: " + self.agreement.summary()
+        if self.bootstrap is not None:
+            b = self.bootstrap
+            text += (f"\nbootstrap ({b['n_boot']} item resamples, seed {b['seed']}): "
+                     f"{b['level']:.0%} of tests drawn like this one have T_1 in "
+                     f"[{b['interval'][0]:.4f}, {b['interval'][1]:.4f}] (a population "
+                     "statement; this test's T is exact)")
         return text
 
     def to_dict(self, full_curve: bool = False) -> dict[str, Any]:
@@ -86,7 +104,9 @@ class AuditReport(ResultMixin):
         res["method"] = {1: "M=1", 2: "M=2", "full": "full joint"}[self.result.m] + \
             f" ({self.result.method})"
         out = {**to_jsonable(res), "read": to_jsonable(self.read),
-               "curve": self.curve_summary}
+               "curve": self.curve_summary,
+               "estimates": [to_jsonable(e) for e in self.estimates],
+               "agreement": to_jsonable(self.agreement), "bootstrap": self.bootstrap}
         if full_curve and self.result.curve is not None:
             c = self.result.curve
             out["curve"] = {**(self.curve_summary or {}), "keys": c.keys.tolist(),
@@ -104,11 +124,14 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
               item_col: str | None = None, grader_col: str | None = None,
               label_col: str | None = None, label_map: str | None = None,
               solver: str = "highs", plot: str | Path | None = None,
-              csv: str | Path | None = None, verbose: bool = False) -> AuditReport:
+              csv: str | Path | None = None, estimators: Sequence[str] = (),
+              with_agreement: bool = False, n_boot: int = 0, seed: int = 0,
+              verbose: bool = False) -> AuditReport:
     """Read ``path`` and run the alarm of order ``m`` (``1``, ``2`` or ``"full"``).
 
     Output paths are the caller's to check (the CLI does it before calling); ``plot`` and
-    ``csv`` are written here.
+    ``csv`` are written here. ``estimators`` (``"ds"``, ``"mv"``), ``with_agreement`` and
+    ``n_boot`` (item bootstrap of ``T_1``, seeded) add :mod:`evalcert.logic.estimates`.
 
     Examples
     --------
@@ -137,6 +160,9 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     if m == "1" and isinstance(data, Decisions) and not data.complete:
         raise InputError("--on-missing keep leaves skipped decisions, which only --m full "
                          "handles; use --m full or --on-missing drop")
+    if (estimators or with_agreement or n_boot) and not isinstance(data, Decisions):
+        raise InputError("estimates, agreement and the bootstrap need the decisions (a judge "
+                         "log), not label counts")
     if csv is not None and isinstance(data, Decisions) and not data.complete:
         raise InputError("--csv writes M=1 bounds, which need every grader on every item; "
                          "drop --csv or use --on-missing drop")
@@ -180,4 +206,11 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
                   f" attaining keys written to {csv}",)
     if curve is not None and result.curve is None:
         result = dataclasses.replace(result, curve=curve)
-    return AuditReport(result, read, notes, curve_summary)
+    extras: dict[str, Any] = {}
+    if estimators or with_agreement or n_boot:
+        from evalcert.logic import estimates as est
+
+        extras["estimates"] = tuple(est.estimate(data, result.T, e) for e in estimators)
+        extras["agreement"] = est.agreement(data) if with_agreement else None
+        extras["bootstrap"] = est.bootstrap_t(data, n_boot, seed) if n_boot else None
+    return AuditReport(result, read, notes, curve_summary, **extras)

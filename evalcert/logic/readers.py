@@ -131,6 +131,21 @@ def _pairwise(path: Path, frame: Any, grader_col: str | None, label_col: str | N
     return out[~bad], unparseable
 
 
+def _same_fields(path: Path) -> None:
+    """Refuse JSON records with different field sets (mixed formats in one file)."""
+    text = path.read_text(encoding="utf-8")
+    if table_format(path) == "jsonl":
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    else:
+        records = json.loads(text)
+    first = set(records[0])
+    for k, rec in enumerate(records[1:], start=2):
+        if set(rec) != first:
+            raise InputError(f"{path}: record {k} has fields {sorted(rec)[:6]} but record 1 "
+                             f"has {sorted(first)[:6]} (mixed formats?); give one table "
+                             "layout per file")
+
+
 def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
                    on_missing: str = "error", graders: Sequence[str] | None = None, *,
                    format: str = "auto", item_col: str | None = None,
@@ -167,6 +182,8 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
     if format not in FORMATS:
         raise InputError(f"format={format!r}; use one of {FORMATS}")
     frame = read_table(path)
+    if table_format(path) in ("jsonl", "json"):
+        _same_fields(path)
     fmt = _detect(list(frame.columns), item_col or "item", grader_col or "grader") \
         if format == "auto" else format
     lmap = parse_label_map(label_map)
@@ -187,14 +204,23 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
         if absent or not cols:
             raise InputError(f"{path}: wide decision table lacks grader columns "
                              f"{absent or cols}; it has {list(frame.columns)[:10]}")
+        blank = [c for c in cols if (frame[c].str.strip() == "").all()]
+        if blank:
+            raise InputError(f"{path}: graders {blank} decided none of the {len(frame)} items "
+                             "(empty columns); drop them (--graders) or fix the file")
         long = frame.melt(id_vars=icol, value_vars=cols, var_name="grader", value_name="label")
         long = long.rename(columns={icol: "item"})
         long = long[long["label"].str.strip() != ""]  # an empty cell is a skipped decision
     else:
         names = {item_col or "item": "item", grader_col or "grader": "grader",
                  label_col or "label": "label"}
-        frame = read_table(path, required=list(names)) if not set(names) <= set(frame.columns) \
-            else frame
+        absent = [c for c in names if c not in frame.columns]
+        if absent:
+            hint = (" (the first row looks like data: does the file lack a header row?)"
+                    if len(absent) == len(names) else "")
+            raise InputError(f"{path}: long format needs columns {list(names)}; missing "
+                             f"{absent}, found {list(frame.columns)[:8]}{hint}; map names with "
+                             "--item-col/--grader-col/--label-col or pick --format")
         long = frame.rename(columns=names)
     source = {"path": str(path), "format": f"{fmt} ({table_format(path)})", "rows": len(frame),
               "unparseable": unparseable}

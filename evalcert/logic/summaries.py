@@ -298,8 +298,8 @@ def _likely_misread(df: pd.DataFrame, found: list[str]) -> None:
     """Refuse undeclared label sets that look like a misread table (ids taken as labels)."""
     by_grader = {g: set(v) for g, v in df.groupby("grader", sort=False)["label"]}
     if len(by_grader) >= 2:
-        alone = [g for g, labs in by_grader.items()
-                 if not any(labs & other for h, other in by_grader.items() if h != g)]
+        alone = [g for g, labs in by_grader.items() if len(labs) >= 3
+                 and not any(labs & other for h, other in by_grader.items() if h != g)]
         if alone:
             raise InputError(
                 f"graders {alone[:6]} share no label with any other grader (e.g. "
@@ -327,7 +327,8 @@ def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None
     labels : sequence of str, optional
         Declared label set (order kept); default: labels in order of first appearance
         (more than 16 undeclared labels, or a grader sharing no label with any other, is
-        refused as a likely misread).
+        refused as a likely misread, as is a grader using 3 or more labels that no other
+        grader uses).
     on_missing : {"error", "drop", "keep"}
         Items some grader skipped: raise; drop those items for every grader; or keep them
         with the skipped decisions coded ``-1`` (only the full-joint alarm accepts those).

@@ -27,9 +27,9 @@ def min_max_bars(values: np.ndarray) -> np.ndarray:
     When every seed gives the same value, the mean of equal floats can exceed their
     minimum by one rounding step, and matplotlib refuses negative bar lengths.
 
-    >>> min_max_bars(np.array([[0.1152] * 50]))
-    array([[0.],
-           [0.]])
+    >>> bars = min_max_bars(np.array([[0.1152] * 50, [0.1, 0.3] * 25]))
+    >>> bool((bars >= 0).all()), bars[:, 1].round(3).tolist()
+    (True, [0.1, 0.1])
     """
     mean = values.mean(axis=1)
     return np.clip(np.vstack([mean - values.min(axis=1), values.max(axis=1) - mean]), 0, None)

@@ -41,10 +41,11 @@ Weak duality gives ``f* >= min_z L(z, y)`` for the Lagrangian ``L``, and with
 
 where ``X_i = [-R, R]`` and ``R`` is a radius containing an optimal point:
 the problem's own ``QP.x_bound`` when it states one (then the bound is
-rigorous), else ``4 max(1, ||x||_inf)``, recorded as *assumed* in the
-certificate. The radius only matters in directions where ``P`` has no
-curvature floor (``g_i <= 0``: auxiliaries, ``lam = 0``); elsewhere the
-quadratic term decides. The bound is computed in floating point with an
+rigorous). Otherwise ``X_i`` is the real line where ``g_i > 0`` (the
+quadratic term bounds the minimum: rigorous), and only on coordinates with
+no curvature floor (``g_i <= 0``: the all-cells box's auxiliaries, ``lam = 0``)
+*and* a nonzero residual is ``R = 4 max(1, ||x||_inf)`` assumed; the
+certificate records this (``radius_assumed``). The bound is computed in floating point with an
 explicit allowance for rounding (a few ulps of every term summed).
 """
 
@@ -178,11 +179,12 @@ class Certificate(ResultMixin):
         ``suboptimality_bound / |primal_objective|`` (0 when both are 0): the
         optimum is at least ``(1 - this)`` times the reported objective.
     radius, radius_assumed : float, bool
-        The bound holds for optima with ``||x*||_inf <= radius``. The radius is
-        the problem's own ``QP.x_bound`` (``radius_assumed=False``: the bound is
-        rigorous) or, when the problem states none, ``4 max(1, ||x||_inf)``
-        (``radius_assumed=True``; it only matters in directions where ``P``
-        has no curvature floor, and the summary says so).
+        ``radius_assumed=False``: the bound is rigorous (up to the rounding
+        allowance), using the problem's own ``QP.x_bound`` if it states one
+        (``radius``; ``inf`` when none was needed). ``radius_assumed=True``:
+        the stationarity residual is nonzero on a variable without curvature
+        and the bound assumes an optimum with ``|x*_i| <= radius`` there
+        (``4 max(1, ||x||_inf)``); the summary says so.
 
     Examples
     --------
@@ -257,8 +259,33 @@ _EPS = float(np.finfo(float).eps)
 DEFAULT_RADIUS_FACTOR = 4.0
 
 
-def _repaired_multipliers(qp: QP, x: np.ndarray, y: np.ndarray, Px: np.ndarray,
-                          null: np.ndarray) -> np.ndarray:
+class _Curved:
+    """``P`` on its curved coordinates (nonzero rows), with approximate solves by
+    Jacobi-preconditioned conjugate gradients. Any approximation is safe: the
+    bound holds for every ``w`` (see :func:`_lower_bound`); a better one is tighter."""
+
+    def __init__(self, P: sp.spmatrix, null: np.ndarray):
+        self.idx = np.flatnonzero(~null)
+        self.P = P.tocsr()[self.idx][:, self.idx].tocsr()
+        diag = self.P.diagonal()
+        self.M = sp.diags(np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0))
+
+    def solve(self, v: np.ndarray) -> np.ndarray:
+        """Approximately ``P_RR^{-1} v_R`` (length of the curved coordinates)."""
+        rhs = v[self.idx]
+        if not np.any(rhs):
+            return np.zeros_like(rhs)
+        w, _ = spla.cg(self.P, rhs, rtol=1e-12, atol=0.0, maxiter=CG_ITERATIONS, M=self.M)
+        return w if np.all(np.isfinite(w)) else np.zeros_like(rhs)
+
+
+#: Conjugate-gradient iterations per solve with ``P`` in the certificate (cost:
+#: this many products with ``P``).
+CG_ITERATIONS = 100
+
+
+def _repaired_multipliers(qp: QP, y: np.ndarray, Px: np.ndarray, null: np.ndarray,
+                          curved: _Curved) -> np.ndarray:
     """Steps 1-3 of the module docstring: a sign-feasible ``y`` with a smaller
     stationarity residual and exact balance on variables without curvature."""
     y = np.where(np.isfinite(qp.u), y, np.minimum(y, 0.0))
@@ -268,19 +295,29 @@ def _repaired_multipliers(qp: QP, x: np.ndarray, y: np.ndarray, Px: np.ndarray,
     if eq.size:
         resid = Px + qp.q + A.T @ y
         A_eq = A[eq].T.tocsc()
-        if eq.size == 1:
-            col = A_eq.toarray().ravel()
+        col = A_eq.toarray().ravel() if eq.size == 1 else None
+        if col is not None and not np.any(col[null]):
+            # One equality row (the gauge): the step that minimises the exact
+            # dual penalty (e + d a)' P^-1 (e + d a), which also removes the
+            # weak direction of P (curvature 2 lam) that the row reaches.
+            w, u = curved.solve(resid), curved.solve(col)
+            au = float(col[curved.idx] @ u)
+            step = np.array([-float(col[curved.idx] @ w) / au]) if au > 0 else np.zeros(1)
+            y = y.copy()
+            y[eq] += step
+        elif col is not None:
             norm = float(col @ col)
             step = np.array([-(col @ resid) / norm]) if norm > 0 else np.zeros(1)
         else:
             step = spla.lsqr(A_eq, -resid, atol=1e-14, btol=1e-14, iter_lim=100)[0]
-        trial = y.copy()
-        trial[eq] += step
-        if np.linalg.norm(Px + qp.q + A.T @ trial) < np.linalg.norm(resid):
-            y = trial
-    if null.size:
+        if col is None or np.any(col[null]):
+            trial = y.copy()
+            trial[eq] += step
+            if np.linalg.norm(Px + qp.q + A.T @ trial) < np.linalg.norm(resid):
+                y = trial
+    if np.any(null):
         At = A.T.tocsr()
-        for k in null:
+        for k in np.flatnonzero(null):
             lo, hi = At.indptr[k], At.indptr[k + 1]
             rows, coef = At.indices[lo:hi], At.data[lo:hi]
             t = coef * y[rows]
@@ -302,15 +339,19 @@ def _curvature_floor(P: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
     return g, absrow == 0
 
 
-def _coordinate_minimum(e: np.ndarray, g: np.ndarray, x: np.ndarray, radius: float) -> float:
-    """``sum_i min_{|z_i| <= radius} e_i (z_i - x_i) + max(g_i, 0)/2 (z_i - x_i)^2``
-    (each term a 1-D convex quadratic on an interval; ``-inf`` if ``x`` lies
-    outside the radius, since the radius then cannot contain the optimum)."""
+def _coordinate_minimum(e: np.ndarray, g: np.ndarray, x: np.ndarray,
+                        radius: np.ndarray) -> float:
+    """``sum_i min_{|z_i| <= radius_i} e_i (z_i - x_i) + max(g_i, 0)/2 (z_i - x_i)^2``
+    (each term a 1-D convex quadratic on an interval, ``radius_i`` may be inf;
+    ``-inf`` if the minimum is unbounded or ``x`` lies outside the radius)."""
     g = np.maximum(g, 0.0)
-    if _inf_norm(x) > radius:
+    if np.any(np.abs(x) > radius):
         return -np.inf
-    safe = np.where(g > 0, g, 1.0)
-    d = np.where(g > 0, -e / safe, -np.sign(e) * 2.0 * radius)
+    flat = (g <= 0) & (e != 0)
+    if np.any(flat & ~np.isfinite(radius)):
+        return -np.inf
+    d = np.where(g > 0, -e / np.where(g > 0, g, 1.0), 0.0)
+    d = np.where(flat, -np.sign(e) * (np.where(flat, radius, 0.0) + np.abs(x)), d)
     d = np.clip(d, -radius - x, radius - x)
     return float(np.sum(e * d + 0.5 * g * d * d))
 
@@ -320,18 +361,43 @@ def _lower_bound(qp: QP, x: np.ndarray, y: np.ndarray, Px: np.ndarray, Ax: np.nd
     """A lower bound on the optimum from the repaired multipliers (module
     docstring), the radius it used, and whether that radius was assumed."""
     g, null = _curvature_floor(qp.P)
-    y = _repaired_multipliers(qp, x, y, Px, np.flatnonzero(null))
+    curved = _Curved(qp.P, null)
+    y = _repaired_multipliers(qp, y, Px, null, curved)
     e = Px + qp.q + qp.A.T @ y
     scale = np.abs(Px) + np.abs(qp.q) + abs(qp.A.T) @ np.abs(y)
-    assumed = qp.x_bound is None
-    radius = DEFAULT_RADIUS_FACTOR * max(1.0, _inf_norm(x)) if assumed else float(qp.x_bound)
+    # The radius: the problem's own when stated; otherwise one is assumed, and
+    # only where P has no curvature floor (elsewhere the quadratic term bounds
+    # the minimum without it).
+    assumed = qp.x_bound is None and bool(np.any((g <= 0) & (e != 0)))
+    if qp.x_bound is not None:
+        radius = float(qp.x_bound)
+        radii = np.full(qp.n, radius)
+    else:
+        radius = DEFAULT_RADIUS_FACTOR * max(1.0, _inf_norm(x))
+        radii = np.where(g > 0, np.inf, radius)
     finite_u, finite_l = np.isfinite(qp.u), np.isfinite(qp.l)
     terms = (np.maximum(y, 0.0) * np.where(finite_u, Ax - qp.u, 0.0)
              - np.maximum(-y, 0.0) * np.where(finite_l, Ax - qp.l, 0.0))
     lagrangian = primal + float(terms.sum())
     slack = 16 * _EPS * (abs(primal) + float(np.abs(terms).sum())
                          + float(np.abs(x) @ (scale + 1.0)) + abs(qp.r))
-    return lagrangian + _coordinate_minimum(e, g, x, radius) - slack, radius, assumed
+    # Null coordinates separate exactly (zero rows and columns of P). On the
+    # curved ones take the better of two valid bounds: the Gershgorin one, and
+    # with w ~ P^-1 e, r = e - Pw, t = 1 - 1e-3:
+    #   min_d 1/2 d'Pd + e'd >= -w'Pw / (2t) + min_d [(1-t)/2 d'diag(g)d + r'd].
+    R = curved.idx
+    gershgorin = _coordinate_minimum(e[R], g[R], x[R], radii[R])
+    w = curved.solve(e)
+    Pw = curved.P @ w
+    t = 1.0 - 1e-3
+    solved = -float(w @ Pw) / (2 * t) + _coordinate_minimum(e[R] - Pw, (1 - t) * g[R], x[R],
+                                                            radii[R])
+    slack += 16 * _EPS * float(np.abs(w) @ (abs(curved.P) @ np.abs(w)))
+    flat = np.flatnonzero(null)
+    minimum = max(gershgorin, solved) + _coordinate_minimum(e[flat], g[flat], x[flat],
+                                                           radii[flat])
+    return (lagrangian + minimum - slack,
+            radius if (assumed or qp.x_bound is not None) else np.inf, assumed)
 
 
 def qp_certificate(qp: QP, x: np.ndarray, y: np.ndarray,

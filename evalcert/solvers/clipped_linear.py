@@ -22,7 +22,6 @@ Example
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from functools import partial
 from typing import Any
@@ -317,15 +316,15 @@ class ClippedLinear:
         self.require_connected = require_connected
         self.verbose = verbose
         self._program = None
-        self._last: tuple[str, np.ndarray, np.ndarray] | None = None
+        self._last: tuple[Design, np.ndarray, np.ndarray] | None = None
         self._structure: tuple[tuple, Any, dict] | None = None
-        self._connected_key: tuple | None = None
+        self._connected: tuple[Design, np.ndarray] | None = None
 
     def __getstate__(self) -> dict:
         # Solver caches (a compiled CVXPY problem, SuperLU factorisations) are
         # neither picklable nor worth shipping: a copy refits from scratch.
         state = self.__dict__.copy()
-        state.update(_program=None, _structure=None, _last=None, _connected_key=None)
+        state.update(_program=None, _structure=None, _last=None, _connected=None)
         return state
 
     def _check_params(self) -> None:
@@ -366,14 +365,17 @@ class ClippedLinear:
         sw = Stopwatch()
         with sw("build"):
             design, scores, weights = _cells(S, sample_weight)
+            last = self._structure[0][0] if self._structure is not None else None
+            if design.same_pattern(last):
+                design = last               # keeps what was derived from it
             if self.require_connected:
-                # Checked on every fit: the key is the hash of the cell
-                # coordinates and of which cells carry weight, never the shape.
+                # Checked on every fit unless the very same cells (coordinates,
+                # not just the shape or their count) carry weight as last time.
                 keep = weights > 0
-                key = (design.key, hashlib.blake2b(np.packbits(keep).tobytes()).hexdigest())
-                if key != self._connected_key:
+                if self._connected is None or not design.same_pattern(self._connected[0]) \
+                        or not np.array_equal(keep, self._connected[1]):
                     _require_connected(S, design, keep)
-                    self._connected_key = key
+                    self._connected = (design, keep)
             cost = check_cost(self.solver, design.K, design.J, design.n_cells, self.box)
             self._check_time(cost, start)
             qp = self._build(design, scores, weights, S.bounds)
@@ -402,7 +404,7 @@ class ClippedLinear:
         cert.raise_if_failed(solver=self.solver, status=raw.status)
         K, J = design.K, design.J
         theta, b = raw.x[:K].copy(), raw.x[K:K + J].copy()
-        self._last = (design.key, raw.x, raw.y)
+        self._last = (design, raw.x, raw.y)
         self.theta_, self.b_ = theta, b
         self.agents_, self.items_ = S.agents, S.items
         self.bounds_ = S.bounds
@@ -433,17 +435,22 @@ class ClippedLinear:
         """The QP of this fit; on a refit with the same design, weights, bounds
         and ``lam`` only ``q`` and ``r`` are recomputed (``P`` and ``A`` are
         kept, and so are the solvers' factorisations)."""
-        key = (design.key, hashlib.blake2b(memoryview(weights)).hexdigest(), float(self.lam),
-               self.box, bounds)
-        if self._structure is not None and self._structure[0] == key:
-            _, qp, _ = self._structure
-            return with_scores(qp, design, scores, weights)
+        params = (float(self.lam), self.box, bounds)
+        cache: dict = {}
+        if self._structure is not None:
+            (old, old_weights, old_params), qp, old_cache = self._structure
+            if old is design and old_params == params:
+                if np.array_equal(old_weights, weights):
+                    return with_scores(qp, design, scores, weights)
+                # new weights on the same design: P keeps its pattern, so OSQP
+                # keeps its symbolic factorisation (it updates P's values)
+                cache = {k: v for k, v in old_cache.items() if k == "osqp-direct"}
         qp = build_qp(design, scores, weights, float(self.lam), self.box, bounds)
-        self._structure = (key, qp, {})
+        self._structure = ((design, weights, params), qp, cache)
         return qp
 
     def _solve(self, design, qp, scores, weights, weighted, bounds, settings, sw):
-        warm = (self._last is not None and self._last[0] == design.key
+        warm = (self._last is not None and self._last[0].same_pattern(design)
                 and len(self._last[1]) == qp.n and len(self._last[2]) == qp.m
                 and settings.warm_start)
         x0 = self._last[1] if warm else None
@@ -451,7 +458,7 @@ class ClippedLinear:
         if self.solver in CVXPY_SOLVERS:
             from evalcert.solvers.backends.cvxpy_ import ClippedLinearProgram
             prog = self._program
-            if prog is None or prog.design.key != design.key or prog.box != self.box \
+            if prog is None or not prog.design.same_pattern(design) or prog.box != self.box \
                     or prog.weighted != weighted or prog.bounds != bounds:
                 with sw("build"):
                     prog = self._program = ClippedLinearProgram(design, self.box, weighted,

@@ -52,15 +52,12 @@ class Design:
         Numbers of agents and items.
     rows, cols : ndarray of int64
         Observed cells in row-major order, no repeats.
-    key : str
-        Hash of ``(K, J, rows, cols)``; equal keys mean the same pattern.
     """
 
     K: int
     J: int
     rows: np.ndarray
     cols: np.ndarray
-    key: str
 
     @classmethod
     def from_mask(cls, mask: np.ndarray) -> "Design":
@@ -72,12 +69,23 @@ class Design:
     def from_cells(cls, K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> "Design":
         """The design of cells ``(rows[k], cols[k])`` (row-major order, no repeats;
         see :func:`row_major_order` to sort cells given in another order)."""
-        rows = np.ascontiguousarray(rows, dtype=np.int64)
-        cols = np.ascontiguousarray(cols, dtype=np.int64)
-        digest = hashlib.blake2b(np.asarray([K, J], dtype=np.int64).tobytes(), digest_size=20)
-        digest.update(memoryview(rows))
-        digest.update(memoryview(cols))
-        return cls(int(K), int(J), rows, cols, digest.hexdigest())
+        return cls(int(K), int(J), np.ascontiguousarray(rows, dtype=np.int64),
+                   np.ascontiguousarray(cols, dtype=np.int64))
+
+    @functools.cached_property
+    def key(self) -> str:
+        """Hash of ``(K, J, rows, cols)``: equal keys mean the same pattern."""
+        digest = hashlib.blake2b(np.asarray([self.K, self.J], dtype=np.int64).tobytes(),
+                                 digest_size=20)
+        digest.update(memoryview(self.rows))
+        digest.update(memoryview(self.cols))
+        return digest.hexdigest()
+
+    def same_pattern(self, other: "Design | None") -> bool:
+        """Whether ``other`` observes exactly the same cells (O(n_cells), no hashing)."""
+        return other is not None and (other is self or (
+            (self.K, self.J) == (other.K, other.J) and np.array_equal(self.rows, other.rows)
+            and np.array_equal(self.cols, other.cols)))
 
     @property
     def n_cells(self) -> int:
@@ -213,8 +221,13 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     col_weight = np.bincount(design.cols, weights=weights, minlength=J)
     eliminable = K + np.arange(J) if box != "observed" and np.all(col_weight + lam > 0) \
         else None
-    return with_scores(QP(P=P, q=np.zeros(P.shape[0]), A=A, l=l, u=u, eliminable=eliminable),
-                       design, scores, weights)
+    # With the all-cells box some optimum has |b_j| <= hi - lo (sum b = 0 and
+    # b_j - b_j' <= hi - lo) and |theta_i|, |c| <= hi - lo + max(|lo|, |hi|):
+    # a true radius, which makes the certificate's suboptimality bound rigorous.
+    lo, hi = bounds
+    x_bound = (hi - lo) + max(abs(lo), abs(hi)) if box == "all" else None
+    return with_scores(QP(P=P, q=np.zeros(P.shape[0]), A=A, l=l, u=u, eliminable=eliminable,
+                          x_bound=x_bound), design, scores, weights)
 
 
 def with_scores(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray) -> QP:

@@ -46,3 +46,66 @@ def test_demo_and_label_plot(tmp_path):
     assert res.to_dict()["T"] == "2/3"
     plot_label_curves(res, tmp_path / "l.png")
     assert (tmp_path / "l.png").stat().st_size > 0
+
+
+def test_audit_cli_outputs_checked_before_work_and_force(tmp_path, capsys):
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps({"authors": {"a": 5, "b": 10, "tie": 10},
+                               "gpt4": {"a": 4, "b": 18, "tie": 3}}))
+    assert main(["audit", str(src), "--json", str(src)]) == 2          # never the input
+    assert "input file" in capsys.readouterr().err
+    out = tmp_path / "o.json"
+    out.write_text("{}")
+    assert main(["audit", str(src), "--json", str(out)]) == 2          # exists: needs --force
+    assert main(["audit", str(src), "--plot", str(tmp_path / "nodir" / "c.png")]) == 2
+    assert main(["audit", str(src), "--plot", str(tmp_path / "c.txt")]) == 2
+    assert main(["audit", str(src), "--json", str(out), "--force"]) == 0
+    assert json.loads(out.read_text())["T"] == "2/3"
+
+
+def test_audit_cli_json_has_read_block_method_and_small_curve(tmp_path, capsys):
+    t = load_table1().melt(id_vars="item", value_vars=["authors", "gpt4"],
+                           var_name="grader", value_name="label")
+    t.loc[0, "label"] = " a"   # one label with a space: normalised and counted
+    path = tmp_path / "d.csv"
+    t.to_csv(path, index=False)
+    out, png, csv = tmp_path / "o.json", tmp_path / "c.png", tmp_path / "b.csv"
+    assert main(["audit", str(path), "--m", "full", "--plot", str(png), "--json", str(out),
+                 "--csv", str(csv), "--panel"]) == 0
+    cap = capsys.readouterr()
+    assert "1 cells had surrounding whitespace removed" in cap.err
+    assert "at least 5/8 (62.5%) correct on every label, and with nothing higher" in cap.out
+    data = json.loads(out.read_text())
+    assert data["T"] == "5/8" and data["m"] == "full" and data["method"].startswith("full joint")
+    assert data["read"]["items_used"] == 25 and data["read"]["whitespace_fixed"] == 1
+    assert data["curve"]["n_keys"] == 351 and "values" not in data["curve"]
+    assert csv.read_text().startswith("grader,label,key,items,best_correct,best_accuracy")
+    assert main(["audit", str(path), "--json", str(out), "--force", "--plot", str(png),
+                 "--full-curve"]) == 0
+    assert len(json.loads(out.read_text())["curve"]["values"]) == 351
+
+
+def test_plot_shows_the_t_of_the_chosen_m(tmp_path):
+    """Old code: --m 2 --plot drew only the M=1 curve labelled T = 2/3 beside T_2 = 5/8."""
+    from evalcert.logic import minmax_curve
+    from evalcert.logic.pairs import alarm_m2
+    from evalcert.plots.alarms import plot_minmax_curve
+    from evalcert.datasets.mtbench import table1_decisions
+
+    dec = table1_decisions()
+    fig = plot_minmax_curve(minmax_curve(dec), alarm_result=alarm_m2(dec, "0.5"))
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "T (M=2) = 5/8" in texts and "T (M=1) = 2/3" in texts
+    assert "M=2" in fig.axes[0].get_title()
+
+
+def test_plot_is_aggregated_with_extremes_kept():
+    from evalcert.logic import label_counts, minmax_curve
+    from evalcert.plots.alarms import plot_minmax_curve
+
+    counts = label_counts({"x": {"a": 100, "b": 120, "c": 80}, "y": {"a": 90, "b": 150, "c": 60}})
+    curve = minmax_curve(counts)
+    fig = plot_minmax_curve(curve, max_points=500)
+    ys = fig.axes[0].lines[0].get_ydata()
+    assert len(ys) <= 500 < len(curve.keys)
+    assert ys.min() == curve.values().min() and ys.max() == curve.values().max()

@@ -118,6 +118,20 @@ def test_refits_reuse_structure_and_equal_fresh_fits():
         ClippedLinear().fit(S, sample_weight=w[:-1])
 
 
+def test_bootstrap_refits_keep_the_osqp_setup():
+    S = _scores(12, 50, 0.5, 2)
+    rng = np.random.default_rng(1)
+    model = ClippedLinear(solver="osqp-direct")
+    model.fit(S, sample_weight=rng.integers(1, 3, S.n_observed).astype(float))
+    solver = model._structure[2]["osqp-direct"][0]
+    w = rng.integers(1, 4, S.n_observed).astype(float)
+    model.fit(S, sample_weight=w)
+    assert model._structure[2]["osqp-direct"][0] is solver          # P updated in place
+    fresh = ClippedLinear(solver="native").fit(S, sample_weight=w)
+    assert model.result_.objective == pytest.approx(fresh.result_.objective, rel=1e-7)
+    np.testing.assert_allclose(model.theta_, fresh.theta_, atol=1e-5)
+
+
 def _connected_and_disconnected_twins():
     """Two 6 x 10 designs with 20 cells each: one connected, one of two blocks
     that share no agent or item."""

@@ -164,7 +164,8 @@ class _Unsupported(Exception):
 
 
 def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
-                   cache: dict, deadline: float, progress) -> tuple[np.ndarray, np.ndarray]:
+                   cache: dict, deadline: float, progress, rtol: float = 1e-12
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """The equality-constrained QP of an active set by projected PCG, O(nnz(P)) per step.
 
     Active rows of the form ``x_k - x_h = beta`` (two entries +-1), where the
@@ -177,15 +178,19 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     constraint preconditioner of Gould, Hribar & Nocedal, SIAM J. Sci.
     Comput. 23, 2001). Multipliers: ``y_C`` by least squares on the final
     gradient, and for each tie row from the stationarity of its ``x_k``.
-    Stops when the projected gradient is below ``1e-12`` of the problem's
+    Stops when the projected gradient is below ``rtol`` of the problem's
     scale or stops falling (what rounding allows).
     """
     n = qp.n
-    A_act = qp.A[active].tocsr()
+    if "A_csr" not in cache:
+        # P is symmetric: its CSR view (P.T of a CSC matrix, no copy) has the
+        # faster product; rows of A are sliced in CSR.
+        P = qp.P.tocsc()
+        cache.update(A_csr=qp.A.tocsr(), P_rows=P.T, P_diag=P.diagonal())
+        cache["hub"] = cache["P_diag"] == 0
+    P, hub = cache["P_rows"], cache["hub"]
+    A_act = cache["A_csr"][active]
     m = A_act.shape[0]
-    hub = cache.get("hub")
-    if hub is None:
-        hub = cache["hub"] = qp.P.diagonal() == 0
     per_row = np.diff(A_act.indptr)
     two = np.flatnonzero(per_row == 2)
     c0, c1 = A_act.indices[A_act.indptr[two]], A_act.indices[A_act.indptr[two] + 1]
@@ -195,9 +200,11 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     k = np.where(hub[c0[tie]], c1[tie], c0[tie])
     h = np.where(hub[c0[tie]], c0[tie], c1[tie])
     a_k = np.where(hub[c0[tie]], v1[tie], v0[tie])
-    general = np.setdiff1d(np.arange(m), t_rows)
-    hubs = np.unique(h)
-    if len(general) > 200 or len(hubs) > 8 or len(np.unique(k)) != len(k) or hub[k].any():
+    is_general = np.ones(m, dtype=bool)
+    is_general[t_rows] = False
+    general = np.flatnonzero(is_general)
+    hubs = np.flatnonzero(np.bincount(h, minlength=n))
+    if len(general) > 200 or len(hubs) > 8 or (len(k) and np.bincount(k).max() > 1):
         raise _Unsupported
     rep = np.arange(n)
     off = np.zeros(n)
@@ -207,10 +214,10 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     fixed[hubs] = False
     off[fixed] = x[fixed]
     free = (rep == np.arange(n)) & ~fixed
-    diag = np.where(free, qp.P.diagonal(), 0.0)
+    diag = np.where(free, cache["P_diag"], 0.0)
     for g in hubs:
         e = (rep == g).astype(float)
-        diag[g] = float(e @ (qp.P @ e))
+        diag[g] = float(e @ (P @ e))
     if np.any(diag[free] <= 0):
         raise _Unsupported
     minv = np.where(free, 1.0 / np.where(free, diag, 1.0), 0.0)
@@ -233,14 +240,13 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     z = np.where(free, x, 0.0)
     if len(general):
         z += minv * (C.T @ np.linalg.solve(CMC, d - C @ z))
-    q_u = up(qp.q + qp.P @ off)
+    q_u = up(qp.q + P @ off)
 
     def grad(zz: np.ndarray) -> np.ndarray:
-        return up(qp.P @ zz[rep]) + q_u
+        return up(P @ zz[rep]) + q_u
 
-    scale = max(1.0, float(np.abs(q_u).max()), float(np.abs(qp.P @ (z[rep] + off)).max()))
-    target = 1e-12 * scale
     r = grad(z)
+    target = rtol * max(1.0, float(np.abs(q_u).max()), float(np.abs(r - q_u).max()))
     y_g = lsq(r)
     w = minv * (r + C.T @ y_g)
     p = -w
@@ -259,7 +265,7 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
             since_best += 1
         if time.perf_counter() > deadline:
             raise _TimeUp
-        Hp = up(qp.P @ p[rep])
+        Hp = up(P @ p[rep])
         curv = float(p @ Hp)
         if curv <= 0:
             break
@@ -272,7 +278,7 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
         p = -w + (rho_new / rho) * p
         rho = rho_new
     x_new = z[rep] + off
-    g_x = qp.P @ x_new + qp.q + C_x.T @ y_g
+    g_x = P @ x_new + qp.q + C_x.T @ y_g
     y = np.zeros(m)
     y[general] = y_g
     y[t_rows] = -a_k * g_x[k]
@@ -300,23 +306,29 @@ FLOPS_PER_SECOND = 1e9
 
 def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
                 complete, kkt, deadline: float):
-    """The primal-dual active-set iteration from ``(x, y)`` with constant ``c``;
-    ``kkt(active, bounds, x, y_active)`` solves one equality-constrained QP."""
+    """The primal-dual active-set iteration from ``(x, y)`` with constant ``c``.
+
+    ``kkt(active, bounds, x, y_active, tight) -> (x, y_active, exact)`` solves
+    one equality-constrained QP; an inexact solve that reproduces its active
+    set is repeated with ``tight=True`` before the method stops."""
     x, y = x.copy(), y.copy()
     eq = qp.l == qp.u
     fin_u, fin_l = np.isfinite(qp.u), np.isfinite(qp.l)
     seen: set[bytes] = set()
     previous = b""
     status, ok, iterations = "max_iter_reached", False, 0
+    tight = False
     for iterations in range(1, max_iter + 1):
         Ax = qp.A @ x
         upper = ~eq & fin_u & (y + c * (Ax - qp.u) > 0)
         lower = ~eq & fin_l & ~upper & (y + c * (Ax - qp.l) < 0)
         key = np.packbits(np.r_[upper, lower]).tobytes()
         if iterations > 1 and key == previous:
-            status, ok = "solved", True
-            break
-        if key in seen:
+            if tight:
+                status, ok = "solved", True
+                break
+            tight = True        # an inexact (loose) solve settled the set: solve it exactly
+        elif key in seen:
             status = "cycling"
             break
         seen.add(key)
@@ -324,10 +336,11 @@ def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
         active = eq | upper | lower
         bounds = np.where(upper, qp.u, qp.l)[active]
         try:
-            x, y_act = kkt(active, bounds, x, y[active])
+            x, y_act, exact = kkt(active, bounds, x, y[active], tight)
         except _TimeUp:
             status = "time_limit"
             break
+        tight = tight or exact
         y = np.zeros(qp.m)
         y[active] = y_act
         if complete is not None:
@@ -393,19 +406,23 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
                     disable=not settings.verbose, leave=False)
     used = set()
 
-    def kkt(active, bounds, x, y_act):
+    def kkt(active, bounds, x, y_act, tight):
+        """Solve one active set: ``(x, y_active, exact)``. The PCG path solves
+        loosely (1e-7) while the active set still changes, to rounding once
+        it has settled."""
         if path == "pcg":
             try:
-                out = _pcg_kkt_solve(qp, active, bounds, x, cache, deadline, progress)
+                out = _pcg_kkt_solve(qp, active, bounds, x, cache, deadline, progress,
+                                     rtol=1e-12 if tight else 1e-7)
                 used.add("pcg")
-                return out
+                return out + (tight,)
             except _Unsupported:
                 pass
         if "schur" not in cache and cache["direct_cost"] / FLOPS_PER_SECOND > \
                 deadline - time.perf_counter():
             raise _TimeUp     # the first factorisation alone would overrun the limit
         used.add("direct")
-        return _kkt_solve(qp, active, bounds, x, y_act, cache)
+        return _kkt_solve(qp, active, bounds, x, y_act, cache) + (True,)
 
     # The update constant c trades multipliers (scale of P) against violations
     # (scale of the bounds). c = 1 cycles on the observed-cells box; 100 times

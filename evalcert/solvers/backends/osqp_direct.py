@@ -25,20 +25,34 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
           y0: np.ndarray | None = None, cache: dict | None = None) -> RawSolution:
     """Solve ``qp`` with OSQP (polishing on); warm-start from ``x0``/``y0``.
 
-    ``cache`` (kept by the caller while ``P`` and ``A`` stay the same) holds
-    the set-up solver, so a refit only updates ``q`` and the bounds.
+    ``cache`` (kept by the caller while ``A`` and the sparsity pattern of
+    ``P`` stay the same) holds the set-up solver: a refit on new scores only
+    updates ``q`` and the bounds; a refit with new weights (bootstrap: the
+    clipped-linear ``P`` keeps zero weights as explicit entries, so its
+    pattern is that of the design) also updates ``P``'s values, reusing
+    OSQP's symbolic factorisation.
     """
     opts = solver_options(NAME, settings)
     start = time.perf_counter()
     lower, upper = np.maximum(qp.l, -_BIG), np.minimum(qp.u, _BIG)
-    solver = None if cache is None else cache.get(NAME)
-    if solver is None:
+    entry = None if cache is None else cache.get(NAME)
+    P_upper = None
+    if entry is not None and entry[1] is not qp.P:
+        P_upper = sp.triu(qp.P, format="csc")
+        same = (P_upper.shape == entry[2].shape and np.array_equal(P_upper.indptr, entry[2].indptr)
+                and np.array_equal(P_upper.indices, entry[2].indices))
+        entry = entry if same else None
+    if entry is None:
         solver = osqp.OSQP()
-        solver.setup(P=sp.triu(qp.P, format="csc"), q=qp.q, A=qp.A.tocsc(), l=lower, u=upper,
-                     **opts)
+        P_upper = sp.triu(qp.P, format="csc") if P_upper is None else P_upper
+        solver.setup(P=P_upper, q=qp.q, A=qp.A.tocsc(), l=lower, u=upper, **opts)
         if cache is not None:
-            cache[NAME] = solver
+            cache[NAME] = (solver, qp.P, P_upper)
     else:
+        solver = entry[0]
+        if P_upper is not None:
+            solver.update(Px=P_upper.data)
+            cache[NAME] = (solver, qp.P, P_upper)
         solver.update(q=qp.q, l=lower, u=upper)
     if x0 is not None and settings.warm_start:
         solver.warm_start(x=x0, y=np.zeros(qp.m) if y0 is None else y0)

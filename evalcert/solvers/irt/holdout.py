@@ -19,9 +19,6 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 
-from evalcert.diagnostics.masks import (column_holdout_mask, entrywise_mask, held_out_columns,
-                                        held_out_rows, l_mask, row_holdout_mask)
-from evalcert.diagnostics.metrics import ranking_auc
 from evalcert.errors import InputError
 from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.base import IRTEstimator
@@ -35,6 +32,8 @@ Scheme = Literal["entrywise", "rows", "columns", "l_mask"]
 
 def heldout_auc(y: np.ndarray, score: np.ndarray) -> float:
     """Area under the ROC curve (Mann-Whitney, ties counted half); NaN if one class."""
+    from evalcert.diagnostics.metrics import ranking_auc   # the package imports pandas: lazy
+
     y = np.asarray(y, dtype=bool)
     if y.all() or not y.any():
         return float("nan")
@@ -49,6 +48,8 @@ def holdout_predict(estimator: IRTEstimator, Y: Any, mask: np.ndarray,
     cell are the test models (items); their predictions come from stage 2.
     Returns a models x items array; only the held-out cells are of interest.
     """
+    from evalcert.diagnostics.masks import held_out_columns, held_out_rows
+
     data = validate_responses(Y, None, kind=estimator.kind)
     Yv = np.where(data.observed, data.values, np.nan)
     mask = np.asarray(mask)
@@ -113,6 +114,10 @@ def holdout_evaluate(estimator: IRTEstimator, Y: Any, scheme: Scheme = "entrywis
     >>> holdout_evaluate(Rasch(method="map"), Y, "rows").n_test_cells > 0
     True
     """
+    from evalcert.diagnostics.masks import (column_holdout_mask, entrywise_mask,
+                                            held_out_columns, held_out_rows, l_mask,
+                                            row_holdout_mask)
+
     data = validate_responses(Y, None, kind=estimator.kind)
     obs, shape = data.observed, data.shape
     makers = {"entrywise": lambda: entrywise_mask(shape, frac, seed, obs),

@@ -38,6 +38,7 @@ from scipy.special import expit, logsumexp
 
 from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.base import softplus_sigmoid
+from evalcert.solvers.irt.louis import observed_information
 
 __all__ = ["mml_em", "QUADRATURES"]
 
@@ -51,16 +52,16 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
            quadrature: str = "auto") -> dict[str, Any]:
     """Run EM to convergence; return slopes, intercepts, posteriors and SEs.
 
-    ``slope_prec > 0`` adds a ``N(1, 1/slope_prec)`` prior on free slopes
+    ``slope_prec > 0`` adds a ``log a ~ N(0, 1/slope_prec)`` prior on free slopes
     (marginal MAP): an item that a few models split perfectly has no finite
     marginal ML slope. ``quadrature`` is ``"adaptive"``, ``"grid"`` (complete
     data only) or ``"auto"`` (grid when the data are complete).
 
     Returns
     -------
-    dict with ``a`` (M,), ``d`` (M,), ``se_a``, ``se_d``, ``cov_ad`` (expected
-    complete-data information, which ignores the missing information and so
-    is optimistic), ``eap`` and ``psd`` (posterior mean and sd of the
+    dict with ``a`` (M,), ``d`` (M,), ``se_a``, ``se_d``, ``cov_ad`` (from the
+    observed-data information, :mod:`~.louis`; ``se_full`` False when only
+    each item's own block was inverted), ``eap`` and ``psd`` (posterior mean and sd of the
     standardised ability), ``loglik`` (marginal), ``n_iter`` and
     ``quadrature`` (a description of the E-step used).
     """
@@ -117,14 +118,11 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
                                "where the 2PL slopes are barely identified); the Rasch "
                                "model converges quickly there",
                                solver="em", status="max_iter")
-    if common_slope:
-        var_a = np.full_like(h0, 1 / (h2.sum() - np.sum(h1 ** 2 / h0)))
-        var_d, cov = 1 / h0, np.zeros_like(h0)
-    else:
-        det = h0 * h2 - h1 ** 2
-        var_d, var_a, cov = h2 / det, h0 / det, -h1 / det
     eap, psd = estep.per_model(mu), estep.per_model(sd)
-    return {"a": a, "d": d, "se_a": np.sqrt(var_a), "se_d": np.sqrt(var_d), "cov_ad": cov,
+    info = observed_information(Yo, O, a, d, eap, psd, common_slope=common_slope,
+                                slope_prec=0.0 if common_slope else slope_prec)
+    return {"a": a, "d": d, "se_a": np.sqrt(info["var_a"]), "se_d": np.sqrt(info["var_d"]),
+            "cov_ad": info["cov_ad"], "se_full": info["full"], "cov_d": info.get("cov_d"),
             "eap": eap, "psd": psd, "loglik": s["loglik"], "n_iter": n_iter,
             "quadrature": estep.describe()}
 

@@ -228,11 +228,39 @@ class Rasch(IRTEstimator):
                     tol=self.tol, max_iter=self.max_iter, what="rasch mml",
                     quadrature=self.quadrature)
         sd = float(em["a"][0])
+        se_b, note = self._identified_se(em, data, keep_c)
         return {"R": sd * em["eap"][:, None], "C": -em["d"][:, None],
                 "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c,
-                "se_R": sd * em["psd"][:, None], "se_C": em["se_d"][:, None],
+                "se_R": sd * em["psd"][:, None], "se_C": se_b[:, None],
                 "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
-                "solver": f"em ({em['quadrature']})", "extra": {"population_sd": sd}}
+                "solver": f"em ({em['quadrature']})", "extra": {"population_sd": sd},
+                "notes": (note,)}
+
+    def _identified_se(self, em: dict[str, Any], data: ResponseData,
+                       keep_c: np.ndarray) -> tuple[np.ndarray, str]:
+        """SEs of the reported difficulties under the reported identification.
+
+        The marginal model fixes the ability mean at 0; the reported difficulties
+        are shifted to sum zero (or to the anchor item's 0), so their SEs are
+        those of ``d_j - mean(d)`` (``d_j - d_k``), from the full covariance.
+        """
+        cov = em["cov_d"]
+        anchor = self._anchor_index(data)
+        if cov is None or (anchor is not None and anchor[0] == "model"):
+            return em["se_d"], ("difficulty SEs: observed information, item blocks only"
+                                if cov is None else "difficulty SEs: intercepts given "
+                                "ability mean 0 (the anchor model's ability is an estimate)")
+        M = cov.shape[0]
+        if anchor is None:
+            C = np.eye(M) - 1.0 / M
+            how = "sum-zero difficulties"
+        else:
+            k = int(keep_c[:anchor[1]].sum())       # its index among the kept items
+            C = np.eye(M)
+            C[:, k] -= 1.0
+            how = "the anchor item"
+        var = np.einsum("ij,jk,ik->i", C, cov, C)
+        return np.sqrt(np.maximum(var, 0.0)), f"difficulty SEs: observed information, {how}"
 
     def _fit_mcmc(self, data: ResponseData) -> dict[str, Any]:
         for name, low in (("n_chains", 1), ("n_draws", 4), ("n_burn", 0)):

@@ -135,8 +135,9 @@ def _unique_names(names: list[str], what: str, where: str) -> None:
                          "row, or should it be read with --format long?)")
 
 
-def responses_from_wide(frame: pd.DataFrame | np.ndarray, *, kind: str = "binary", header: bool = True,
-                        transpose: bool = False, where: str = "responses") -> ResponseTable:
+def responses_from_wide(frame: pd.DataFrame | np.ndarray, *, kind: str = "binary",
+                        header: bool = True, transpose: bool = False,
+                        where: str = "responses") -> ResponseTable:
     """A wide string table (as :func:`~evalcert.tables.read_table` returns) -> responses.
 
     With ``header=True`` the first column holds model names (items if

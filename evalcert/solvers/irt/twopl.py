@@ -3,10 +3,20 @@
 ``jml`` and ``map`` are one L-BFGS solve of the joint likelihood (Sec. 3.2,
 Eq. 3.9 with ``theta, b ~ N(0, 1/lam)`` and ``a ~ N(1, 1/lam)``); ``mml`` is EM
 with adaptive Gauss-Hermite quadrature under ``theta ~ N(0, 1)`` (Sec. 3.4,
-Exercise 2.4), with a weak ``N(1, 1/slope_prior)`` prior on discriminations
-(default sd 2; 0 gives pure marginal ML) because with tens of models some
-items are split perfectly and their ML discrimination is infinite. Discriminations may come out negative (items on which weaker
-models do better), as JE-IRT reports for LLM data.
+Exercise 2.4).
+
+Slopes of ``mml``: by default a log-normal prior ``log a_j ~ N(0, 1/slope_prior)``
+with ``slope_prior = 4`` (sd 0.5, BILOG-MG's default). It keeps every slope
+positive, which orients the latent dimension (higher = more items solved), and
+keeps items that few models split perfectly (whose ML slope is infinite or
+near 0, making ``b = -d / a`` explode) finite. On 100 x 5000 simulated 2PL data
+it raises the correlation of difficulties with the truth from 0.53 (sd-2
+normal prior) to 0.95. ``slope_prior=0`` is pure marginal ML with slopes of
+either sign: the fit is oriented so that abilities correlate positively with
+raw accuracy, and warns when slopes come out negative (with few models EM can
+find a dimension that is not ability) or when there are fewer than
+:data:`FEW_MODELS` models. Standard errors come from the observed-data
+information (Louis's identity, :mod:`~.louis`), not EM's complete-data one.
 
 Identification: location and scale of ``theta`` are free in the joint
 likelihood, so ``jml``/``map`` report abilities with mean 0 and sd 1 (or
@@ -27,12 +37,21 @@ from typing import Any
 
 import numpy as np
 
-from evalcert.errors import ConvergenceError
+import warnings
+
+from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.base import IRTEstimator
 from evalcert.solvers.irt.data import ResponseData, finite_items
 from evalcert.solvers.irt.mml import mml_em
 
-__all__ = ["TwoPL"]
+__all__ = ["TwoPL", "NegativeSlopeWarning", "FEW_MODELS"]
+
+#: below this many models pure-ML 2PL slopes are barely identified (a warning says so)
+FEW_MODELS = 50
+
+
+class NegativeSlopeWarning(UserWarning):
+    """A pure marginal ML 2PL fit (``slope_prior=0``) has negative slopes or few models."""
 
 
 class TwoPL(IRTEstimator):
@@ -45,7 +64,10 @@ class TwoPL(IRTEstimator):
         Prior precision for ``map``.
     anchor_item, anchor_model : int or str, optional
         Location anchor (difficulty or ability set to 0).
-    n_quad, slope_prior : quadrature nodes and discrimination prior precision (``mml``).
+    n_quad : quadrature nodes per model (``mml``).
+    slope_prior : float
+        Precision of the ``log a ~ N(0, 1/slope_prior)`` slope prior of ``mml``
+        (default 4, sd 0.5); 0 = pure marginal ML, slopes of either sign.
     quadrature : {"auto", "adaptive", "grid"}
         E-step of ``mml``; see :class:`~.rasch.Rasch` and :mod:`~.mml`.
     tol, max_iter, seed : tolerance, iteration budget, randomness.
@@ -62,7 +84,8 @@ class TwoPL(IRTEstimator):
 
     def __init__(self, method: str = "mml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
-                 n_quad: int = 15, quadrature: str = "auto", slope_prior: float = 0.25, tol: float = 1e-6,
+                 n_quad: int = 15, quadrature: str = "auto", slope_prior: float = 4.0,
+                 tol: float = 1e-6,
                  max_iter: int = 2000, seed: int = 0):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
                          tol=tol, max_iter=max_iter, seed=seed)
@@ -130,16 +153,38 @@ class TwoPL(IRTEstimator):
     def _fit(self, data: ResponseData) -> dict[str, Any]:
         if self.method != "mml":
             return super()._fit(data)
+        if not self.slope_prior >= 0:
+            raise InputError(f"slope_prior must be >= 0 (0 = pure marginal ML), got "
+                             f"{self.slope_prior!r}")
+        if self.slope_prior == 0 and data.shape[0] < FEW_MODELS:
+            warnings.warn(f"2pl mml with slope_prior=0 on {data.shape[0]} models: with fewer "
+                          f"than {FEW_MODELS} models pure-ML slopes are barely identified "
+                          "(EM may crawl, slopes may turn negative or diverge); keep the "
+                          "default slope prior or use the Rasch model",
+                          NegativeSlopeWarning, stacklevel=3)
         keep_c = finite_items(data)
         sub = data.take(slice(None), keep_c)
         em = mml_em(sub.values, sub.observed, common_slope=False, n_quad=self.n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="2pl mml",
                     slope_prec=self.slope_prior, quadrature=self.quadrature)
         a, d = em["a"], em["d"]
+        notes = [] if em["se_full"] else ["item SEs from each item's own block of the "
+                                          "observed information (cross-item terms ignored)"]
+        if self.slope_prior == 0:
+            hits = (sub.values * sub.observed).sum(1) / sub.observed.sum(1)
+            if np.corrcoef(em["eap"], hits)[0, 1] < 0:      # orient: ability ~ accuracy
+                a, em["cov_ad"], em["eap"] = -a, -em["cov_ad"], -em["eap"]
+            if (a < 0).any():
+                msg = (f"{int((a < 0).sum())} of {a.size} slopes are negative (weaker models "
+                       "do better on those items); with few models this often means the "
+                       "fitted dimension is not ability: keep the default slope prior")
+                warnings.warn(msg, NegativeSlopeWarning, stacklevel=3)
+                notes.append(msg)
         b = -d / a
         var_b = (em["se_d"] ** 2 + b ** 2 * em["se_a"] ** 2 + 2 * b * em["cov_ad"]) / a ** 2
         return {"R": em["eap"][:, None], "C": np.column_stack([a, b]),
                 "se_R": em["psd"][:, None],
                 "se_C": np.column_stack([em["se_a"], np.sqrt(np.maximum(var_b, 0))]),
                 "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
-                "solver": f"em ({em['quadrature']})", "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c}
+                "solver": f"em ({em['quadrature']})", "keep_rows": np.ones(data.shape[0], bool),
+                "keep_cols": keep_c, "notes": tuple(notes)}

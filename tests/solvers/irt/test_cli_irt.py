@@ -62,7 +62,7 @@ def test_spelled_out_defaults_and_methods_match_the_estimators():
 def test_help_shows_per_model_defaults(capsys):
     assert main(["irt", "fit", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "rasch jml, 2pl mml, factor map" in text and "2pl 0.25" in text
+    assert "rasch jml, 2pl mml, factor map" in text and "2pl 4" in text
 
 
 def test_fit_prints_ranking_and_writes_tables(wide, tmp_path, capsys):
@@ -171,7 +171,7 @@ def test_options_that_do_nothing_are_refused_before_fitting(wide, capsys):
     _refused(["irt", "fit", wide, "--model", "2pl", "--method", "jml", "--slope-prior", "0"],
              capsys, "--slope-prior applies to --method mml")
     _refused(["irt", "fit", wide, "--model", "je"], capsys, "--item-embeddings")
-    _refused(["irt", "fit", wide, "--plot", "x.png", "--model", "factor"], capsys, "rasch or 2pl")
+    _refused(["irt", "fit", wide, "--plot", "x.png", "--model", "factor"], capsys, "2pl or 3pl")
 
 
 @pytest.mark.parametrize("argv", [["--exposure", "0"], ["--exposure", "1"], ["--frac", "1.5"],
@@ -261,3 +261,17 @@ def test_3pl_and_graded_through_the_cli(wide, tmp_path, capsys):
     assert code == 0 and "mean_response" in text
     assert "threshold_8" in pd.read_csv(tmp_path / "og" / "items.csv").columns
     _refused(["irt", "fit", path], capsys, "not 0 or 1")          # 1-10 scores, binary model
+
+
+def test_real_chembench_slice_with_progress(tmp_path, capsys):
+    """Item 6: a real matrix end to end with a progress bar (3pl with a 1/4 floor)."""
+    table = read_responses(_shared("irt-on-bench/binary_matrix.csv"), transpose=True).table
+    small = tmp_path / "chem_slice.csv"
+    table.iloc[:, :60].to_csv(small)
+    with pytest.warns(ExtremeResponseWarning):
+        code, text, err = _run(["irt", "fit", small, "--model", "3pl", "--guessing", "0.25",
+                                "--progress"], capsys)
+    assert code == 0 and "3pl mml" in err and "it/s" in err          # the tqdm bar
+    assert "GPT-4o" in text
+    if "verbose" in inspect.signature(Rasch.__init__).parameters:    # once the core adds it
+        assert _run(["irt", "fit", small, "--method", "mml", "--progress"], capsys)[0] == 0
