@@ -51,13 +51,16 @@ def generate(K: int, J: int, n: int | None, seed: int = 0):
         rows = np.repeat(np.arange(K, dtype=np.int64), J)
         cols = np.tile(np.arange(J, dtype=np.int64), K)
     else:
-        # d = n // J distinct agents per item, spaced K // d apart from a random
-        # start (no repeated pair, no sort); every agent is hit when d J >= K
+        # d = n // J distinct agents per item: the k-th drawn from the k-th of d
+        # disjoint windows of K // d agents after a random start (no repeated
+        # pair, no sort); every agent is hit when d J >= K
         d = max(1, min(K, n // J))
         cols = np.repeat(np.arange(J, dtype=np.int64), d)
         start = rng.integers(0, K, J)
         start[:K] = np.arange(min(K, J))            # every agent observed at least once
-        rows = (np.repeat(start, d) + np.tile(np.arange(d, dtype=np.int64) * (K // d), J)) % K
+        rows = np.repeat(start, d) + np.tile(np.arange(d, dtype=np.int64) * (K // d), J)
+        rows += rng.integers(0, K // d, J * d)
+        rows %= K
     theta, b = rng.normal(0.25, 0.35, K), rng.normal(0, 0.25, J)
     scores = theta[rows] - b[cols]
     scores += 0.1 * rng.standard_normal(len(rows))

@@ -73,10 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version or a bad option
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help, --version or a bad option
+            sys.stdout.flush()
+            return exc.code if isinstance(exc.code, int) else 2
         status = int(args.func(args) or 0)
         sys.stdout.flush()
         return status

@@ -197,3 +197,14 @@ def test_argparse_errors_are_one_line(capsys):
     _one_line_error(capsys, "scores")
     assert main(["no-such-verb"]) == 2
     _one_line_error(capsys, "invalid choice")
+
+
+def test_every_accepted_plot_suffix_is_one_matplotlib_writes():
+    # --plot suffixes are checked before any work without importing matplotlib; each one
+    # accepted must be a format matplotlib can write here.
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    from evalcert.commands._args import PLOT_SUFFIXES
+
+    supported = {f".{s}" for s in FigureCanvasBase.get_supported_filetypes()}
+    assert set(PLOT_SUFFIXES) <= supported

@@ -311,3 +311,31 @@ def test_dictionary_parquet_reads_only_used_names_across_batches(tmp_path):
     S = read_scores(tmp_path / "d.parquet", format="long", batch_rows=2)
     assert S.agents == ("NA", "z", "m1") and S.items == ("q1", "q2")   # first appearance
     assert S.values[S.agents.index("m1"), 1] == 0.6
+
+
+# ------------------------------------------------------------ evalcert.memory (issue 13 item 5)
+from evalcert import memory  # noqa: E402
+
+
+def test_estimate_bytes_does_not_overflow_and_counts_copies():
+    assert memory.estimate_bytes((10_000, 1_000_000)) == 8 * 10 ** 10
+    assert memory.estimate_bytes(5, "int32", copies=3) == 60
+    assert memory.estimate_bytes((3, 4), bool) == 12
+
+
+def test_memory_available_and_require_memory(monkeypatch):
+    avail = memory.memory_available()
+    assert isinstance(avail, int) and avail > 0
+    assert memory.require_memory(1024, "a tiny array") == 1024
+    monkeypatch.setattr(memory, "memory_available", lambda: 4 * 2 ** 30)
+    with pytest.raises(InputError, match=r"a big thing needs 3\.0 GiB but only 4\.0 GiB of memory "
+                                         r"is available .*; use cells"):
+        memory.require_memory(3 * 2 ** 30, "a big thing", "use cells")
+    assert memory.require_memory(3 * 2 ** 30, "fits at 80%", fraction=0.8) == 3 * 2 ** 30
+    n, J = 3000, 200_000                 # 4.5 GiB dense, 4.8 MB of cells
+    S = ScoreMatrix.from_cells(np.arange(J) % n, np.arange(J), np.zeros(J),
+                               [f"a{k}" for k in range(n)], [f"i{k}" for k in range(J)])
+    with pytest.raises(InputError, match=r"dense 3000 x 200000 score array needs 4\.5 GiB but "
+                                         r"only 4\.0 GiB .*S\.cells\(\)"):
+        S.to_dense()
+    assert S.connectivity().n_components == n and S.n_observed == J   # one star per agent

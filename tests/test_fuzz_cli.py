@@ -204,3 +204,70 @@ def test_fuzz_covers_every_verb():
         assert any(i.startswith(verb + "-") for i in ids), verb
     assert len(ids) == len(_cases())  # ids are unique
     json.dumps(sorted(ids))  # ids are plain strings
+
+
+# ---- badly scaled fits through the CLI, every backend ----------------------------------------
+
+def _badly_scaled_csv(path, seed: int):
+    """Scores whose magnitudes span 1e-6..1, some on the box, 70% of cells observed."""
+    rng = np.random.default_rng(seed)
+    K, J = 9, 12
+    theta, b = rng.uniform(-0.6, 0.6, K), rng.uniform(-0.6, 0.6, J)
+    S = theta[:, None] - b[None, :] + rng.normal(0, 1, (K, J)) * 10.0 ** rng.uniform(-6, 0,
+                                                                                   (K, J))
+    S = np.clip(S, -1, 1)
+    S[rng.random((K, J)) > 0.7] = np.nan
+    S[np.arange(K), np.arange(K) % J] = 1.0  # every agent observed, some cells on the box
+    lines = ["agent," + ",".join(f"q{j}" for j in range(J))]
+    lines += [f"a{i}," + ",".join("" if np.isnan(v) else repr(float(v)) for v in S[i])
+              for i in range(K)]
+    path.write_text("\n".join(lines) + "\n")
+    return S
+
+
+def _reference_objective(S: np.ndarray, lam: float, box: str) -> float:
+    """Eq. 7 with sum b = 0 written cell by cell in CVXPY, Clarabel at 1e-12."""
+    import cvxpy as cp
+
+    K, J = S.shape
+    rows, cols = np.nonzero(~np.isnan(S))
+    theta, b = cp.Variable(K), cp.Variable(J)
+    fit = theta[rows] - b[cols]
+    cons = [cp.sum(b) == 0]
+    if box == "observed":
+        cons.append(cp.abs(fit) <= 1)
+    elif box == "all":
+        cons.append(cp.abs(cp.reshape(theta, (K, 1), order="C") @ np.ones((1, J))
+                           - np.ones((K, 1)) @ cp.reshape(b, (1, J), order="C")) <= 1)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(fit - S[rows, cols])
+                                  + lam * (cp.sum_squares(theta) + cp.sum_squares(b))), cons)
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    return float(prob.value)
+
+
+@pytest.mark.parametrize("seed, box", [(0, "all"), (1, "observed"), (2, "none")])
+def test_fit_answers_on_every_backend_are_within_their_certified_bound(seed, box, tmp_path):
+    # A certified answer (exit 0) may not be beaten by an independent formulation by more
+    # than the suboptimality bound its certificate reports; a refusal is one line.
+    from evalcert.commands.fit import SOLVERS
+
+    csv = tmp_path / "s.csv"
+    S = _badly_scaled_csv(csv, seed)
+    reference, certified = None, []
+    for solver in SOLVERS:
+        out = tmp_path / f"{solver}.json"
+        status, _, err = run_cli(["fit", str(csv), "--box", box, "--solver", solver,
+                                  "--json", str(out)], seconds=SECONDS)
+        if status == 2:
+            assert len([x for x in err.splitlines() if ": error: " in x]) == 1, err
+            continue
+        assert status == 0
+        result = json.loads(out.read_text())
+        if reference is None:
+            reference = _reference_objective(S, 1e-6, box)
+        slack = 1e-8 * max(1.0, reference)  # the reference's own accuracy
+        assert result["certificate"]["passed"] is True
+        assert result["objective"] - reference <= (result["certificate"]["suboptimality_bound"]
+                                                   + slack), solver
+        certified.append(solver)
+    assert "native" in certified, certified

@@ -124,7 +124,8 @@ def _claims(code: str) -> list[tuple[str, str]]:
             compile(claim, "<claim>", "eval")
         except SyntaxError:
             continue
-        if re.search(r"[=(]", expr.split("(")[0]) is None and expr.strip():
+        head = expr.strip().split("(")[0]
+        if expr.strip() and "=" not in head and head != "print":  # not assignments, prints
             out.append((expr.strip(), claim))
     return out
 

@@ -23,10 +23,10 @@ Tolerance profiles are the accuracy tiers of the benchmark conventions:
 ``low`` 1e-3, ``default`` 1e-6, ``high`` 1e-9. The ILPs are exact (``gapRel=0``)
 and run once, under the profile ``exact``.
 
-Measured durations on two shared cores (``--jobs 2``; load average 8.5-10 from
+Measured durations on two shared cores (``--jobs 2``; load average 8-10 from
 other jobs; 10 QP backends + 2 ILP backends installed): ``evalcert bench
---quick`` (17 problems, 398 runs, time limit 3 s) 138 s of runs, 156 s wall,
-45 s of CPU time -- so about 25-30 s on two idle cores. The full grid
+--quick`` (17 problems, 398 runs, time limit 3 s) 135 s of runs, 151 s wall,
+37 s of CPU time -- so about 25-30 s on two idle cores. The full grid
 (``evalcert bench``: 121 problems, about 3110 runs, sizes up to 100 x 1000,
 sparse designs up to 60 000 cells, 50-refit bootstrap batches, 3 seeds) was
 not run end to end here; **estimated** from the quick run's per-run times

@@ -52,6 +52,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", default=None,
                         help="write the min-max curve (Fig. 7, aggregated) with T of the "
                              "chosen M here (.png/.pdf/.svg)")
+    parser.add_argument("--squares", default=None,
+                        help="write the correctness squares (Figs. 5-6) of the first two "
+                             "graders at --key (default: the first attaining key) here")
+    parser.add_argument("--key", default=None,
+                        help="answer-key label counts for --squares, e.g. 8,9,8")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
     parser.add_argument("--full-curve", action="store_true",
                         help="include every key's value in the JSON (large at real size)")
@@ -65,6 +70,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bootstrap", type=int, default=0, metavar="B",
                         help="item bootstrap of T_1 with B resamples (a population statement)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--lower", default=None,
+                        help="QC bounds: least items of each label in the key, e.g. 2,2,0")
+    parser.add_argument("--upper", default=None,
+                        help="QC bounds: most items of each label in the key, e.g. 20,20,10")
+    parser.add_argument("--sequence", type=int, default=1, metavar="S",
+                        help="audit windows of S consecutive items as R^S labels (App. E)")
+    parser.add_argument("--label-thresholds", default=None,
+                        help="per-label spec checked under M=1, e.g. a=0.6,b=0.6,tie=0.3")
+    parser.add_argument("--grade", default=None,
+                        help="overall-accuracy spec checked under M=1 (App. D), e.g. 0.7")
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
     parser.add_argument("--verbose", action="store_true", help="progress of ILP solves")
     parser.set_defaults(func=run)
@@ -75,10 +90,12 @@ def run(args: argparse.Namespace) -> int:
     from evalcert.logic.audit import run_audit
     from evalcert.outputs import check_outputs
 
-    check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv},
+    images = (".png", ".pdf", ".svg")
+    check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
+                   "--squares": args.squares},
                   inputs=[args.path], force=args.force,
-                  suffixes={"--json": (".json",), "--plot": (".png", ".pdf", ".svg"),
-                            "--csv": (".csv",)})
+                  suffixes={"--json": (".json",), "--plot": images, "--csv": (".csv",),
+                            "--squares": images})
     report = run_audit(
         args.path, args.threshold, m=args.m, fmt=args.format, labels=args.labels,
         graders=args.graders.split(",") if args.graders else None,
@@ -87,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
         plot=args.plot, csv=args.csv,
         estimators=tuple(args.estimates.split(",")) if args.estimates else (),
         with_agreement=args.agreement, n_boot=args.bootstrap, seed=args.seed,
-        verbose=args.verbose)
+        lower=args.lower, upper=args.upper, sequence=args.sequence,
+        label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
+        squares_key=args.key, verbose=args.verbose)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
     print(report.summary(panel=args.panel))

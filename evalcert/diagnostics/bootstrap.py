@@ -93,10 +93,12 @@ def _metrics(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: np.ndarray,
 def _replicates(seeds: list[np.random.SeedSequence], ctx: tuple) -> list[FidelityMetrics]:
     """Refit the model once per seed on multinomially resampled training cells.
 
-    ``ctx = (model, S, train, holdout, reference_theta, partition)`` is shared
-    by every task (scattered once per Dask worker).
+    ``ctx = (model, S, train, holdout, reference_theta, partition, in_process)``
+    is shared by every task (scattered once per Dask worker, where tasks may
+    run side by side), so off-process every task refits its own copy of the model.
     """
-    model, S, train, holdout, reference_theta, partition = ctx
+    model, S, train, holdout, reference_theta, partition, in_process = ctx
+    model = model if in_process else copy.deepcopy(model)
     S_train = S.restrict(train)
     rows, cols, _ = S_train.cells()
     n = len(rows)
@@ -161,7 +163,7 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
     estimate = _metrics(model, S, train, holdout, reference_theta, partition)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
     chunks = [seeds[k:k + chunk_size] for k in range(0, n_boot, chunk_size)]
-    ctx = (worker_model, S, train, holdout, reference_theta, partition)
+    ctx = (worker_model, S, train, holdout, reference_theta, partition, in_process)
     done = [r for chunk in parallel_map(_replicates, chunks, shared=(ctx,), backend=backend,
                                         n_jobs=n_jobs, scheduler=scheduler, progress=progress,
                                         desc="bootstrap") for r in chunk]

@@ -259,6 +259,9 @@ class AlarmResult(ResultMixin):
         Per-key min-max curve (Fig. 7) and per-label curves (Fig. 8), when asked.
     labels, graders : tuple of str
     method : str
+    witness : dict or None
+        M=2 / full joint: one consistent evaluation at an attaining key (key, correct counts
+        per grader, App. C Eq. 18 pair statistics), re-checked in integers.
     n_solves : int
         Integer programs solved (0 for the closed form).
     seconds : float
@@ -288,6 +291,7 @@ class AlarmResult(ResultMixin):
     curve: MinMaxCurve | None = None
     n_solves: int = 0
     seconds: float = 0.0
+    witness: dict[str, Any] | None = None
 
     def summary(self) -> str:
         verdict = "FIRES" if self.fires else "silent"
@@ -309,6 +313,11 @@ class AlarmResult(ResultMixin):
         bind = "; ".join(f"{g} on {l}" for g, l in self.binding) or "-"
         text = head + format_table(rows, [title]) + more
         text += f"\nbinding (grader, label): {bind}"
+        if self.witness is not None and self.witness.get("pair_statistics"):
+            text += ("\nEq. 18 pair correctness covariance at the witness key "
+                     f"{tuple(self.witness['key'])} (0: independent errors):")
+            for pair, row in self.witness["pair_statistics"].items():
+                text += f"\n  {pair}: " + ", ".join(f"{l} {v}" for l, v in row.items())
         if self.curve is not None:
             text += "\ncurve: " + self.curve.summary()
         return text

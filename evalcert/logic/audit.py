@@ -72,6 +72,9 @@ class AuditReport(ResultMixin):
     agreement : Agreement or None
     bootstrap : dict or None
         Item bootstrap of ``T_1`` (a population statement).
+    spec : dict or None
+        Per-label thresholds / overall grade checked under M=1 (an ILP): feasible, and a
+        key where the spec holds.
     """
 
     result: AlarmResult
@@ -81,6 +84,7 @@ class AuditReport(ResultMixin):
     estimates: tuple[Any, ...] = ()
     agreement: Any = None
     bootstrap: dict[str, Any] | None = None
+    spec: dict[str, Any] | None = None
 
     def summary(self, panel: bool = False) -> str:
         text = self.result.summary()
@@ -90,6 +94,11 @@ class AuditReport(ResultMixin):
             text += "\nestimate: " + est.summary()
         if self.agreement is not None:
             text += "\nagreement: " + self.agreement.summary()
+        if self.spec is not None:
+            sp = self.spec
+            text += (f"\nspec {sp['spec']} under M=1: "
+                     + (f"logically consistent (e.g. at key {tuple(sp['key'])})"
+                        if sp["feasible"] else "INCONSISTENT: no answer key allows it"))
         if self.bootstrap is not None:
             b = self.bootstrap
             text += (f"\nbootstrap ({b['n_boot']} item resamples, seed {b['seed']}): "
@@ -106,7 +115,8 @@ class AuditReport(ResultMixin):
         out = {**to_jsonable(res), "read": to_jsonable(self.read),
                "curve": self.curve_summary,
                "estimates": [to_jsonable(e) for e in self.estimates],
-               "agreement": to_jsonable(self.agreement), "bootstrap": self.bootstrap}
+               "agreement": to_jsonable(self.agreement), "bootstrap": self.bootstrap,
+               "spec": to_jsonable(self.spec)}
         if full_curve and self.result.curve is not None:
             c = self.result.curve
             out["curve"] = {**(self.curve_summary or {}), "keys": c.keys.tolist(),
@@ -126,12 +136,21 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
               solver: str = "highs", plot: str | Path | None = None,
               csv: str | Path | None = None, estimators: Sequence[str] = (),
               with_agreement: bool = False, n_boot: int = 0, seed: int = 0,
+              lower: Sequence[int] | str | None = None,
+              upper: Sequence[int] | str | None = None, sequence: int = 1,
+              label_thresholds: str | dict[str, Any] | None = None, grade: Any = None,
+              squares: str | Path | None = None, squares_key: Sequence[int] | str | None = None,
               verbose: bool = False) -> AuditReport:
     """Read ``path`` and run the alarm of order ``m`` (``1``, ``2`` or ``"full"``).
 
     Output paths are the caller's to check (the CLI does it before calling); ``plot`` and
     ``csv`` are written here. ``estimators`` (``"ds"``, ``"mv"``), ``with_agreement`` and
     ``n_boot`` (item bootstrap of ``T_1``, seeded) add :mod:`evalcert.logic.estimates`.
+    ``lower``/``upper`` bound the key's label counts (QC bounds); ``sequence`` > 1 audits
+    windows of that many consecutive items (App. E); ``label_thresholds``
+    (``"a=0.6,b=0.5"``) and ``grade`` (overall accuracy) are checked as one M=1 spec.
+    ``squares`` writes Figs. 5-6 for the first two graders at ``squares_key`` (default: the
+    first attaining key).
 
     Examples
     --------
@@ -154,6 +173,15 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         notes = tuple(data.report.notes()) if data.report is not None else ()
     else:
         read, notes = {"format": "label counts (json)", "items_used": data.n_items}, ()
+    if sequence != 1:
+        if not isinstance(data, Decisions):
+            raise InputError("--sequence needs the decisions in test order, not label counts")
+        from evalcert.logic.sequences import sequence_aligned
+
+        data = sequence_aligned(data, sequence)
+        notes += (f"sequence-aligned (App. E): {len(data.items)} windows of {sequence} "
+                  f"consecutive items, {len(data.labels)} labels",)
+    bounds = {"lower": _ints(lower, "lower"), "upper": _ints(upper, "upper")}
     if m != "1" and not isinstance(data, Decisions):
         raise InputError(f"--m {m} needs question-aligned decisions (a judge log), not label "
                          "counts")
@@ -168,22 +196,22 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
                          "drop --csv or use --on-missing drop")
     curve = None
     if m == "1":
-        result = alarm(data, threshold, curves=plot is not None)
+        result = alarm(data, threshold, curves=plot is not None, **bounds)
         curve = result.curve
     elif m == "2":
         from evalcert.logic.pairs import alarm_m2
 
-        result = alarm_m2(data, threshold, solver=solver, verbose=verbose)
+        result = alarm_m2(data, threshold, solver=solver, verbose=verbose, **bounds)
     else:
         from evalcert.logic.joint import alarm_full
 
-        result = alarm_full(data, threshold, solver=solver, verbose=verbose)
+        result = alarm_full(data, threshold, solver=solver, verbose=verbose, **bounds)
     curve_summary = None
     if plot is not None:
         from evalcert.plots.alarms import plot_minmax_curve
 
         if curve is None and (not isinstance(data, Decisions) or data.complete):
-            curve = minmax_curve(data)
+            curve = minmax_curve(data, **bounds)
         if curve is None:
             raise InputError("--plot draws the M=1 curve over the answer keys, which needs "
                              "every grader on every item; drop --plot or use --on-missing drop")
@@ -213,4 +241,39 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         extras["estimates"] = tuple(est.estimate(data, result.T, e) for e in estimators)
         extras["agreement"] = est.agreement(data) if with_agreement else None
         extras["bootstrap"] = est.bootstrap_t(data, n_boot, seed) if n_boot else None
+    if squares is not None:
+        from evalcert.plots.alarms import plot_correctness_squares
+
+        counts = data.label_counts() if isinstance(data, Decisions) else data
+        key = _ints(squares_key, "key") or result.attaining_keys[0]
+        plot_correctness_squares(counts, key, counts.graders[:2], squares,
+                                 threshold=float(result.threshold))
+        notes += (f"correctness squares of {', '.join(counts.graders[:2])} at key {key} "
+                  f"written to {squares}",)
+    if label_thresholds is not None or grade is not None:
+        extras["spec"] = _spec(data, label_thresholds, grade, bounds, solver)
     return AuditReport(result, read, notes, curve_summary, **extras)
+
+
+def _ints(text: Sequence[int] | str | None, name: str) -> tuple[int, ...] | None:
+    if text is None or not isinstance(text, str):
+        return None if text is None else tuple(int(v) for v in text)
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise InputError(f"--{name} {text!r}: give one whole number per label, e.g. "
+                         "0,5,0") from None
+
+
+def _spec(data: Any, label_thresholds: Any, grade: Any, bounds: dict[str, Any],
+          solver: str) -> dict[str, Any]:
+    from evalcert.logic.ilp import consistent_ilp
+    from evalcert.logic.readers import parse_label_map
+
+    levels = parse_label_map(label_thresholds) if label_thresholds is not None else None
+    res = consistent_ilp(data, label_thresholds=levels, grade=grade, solver=solver, **bounds)
+    text = ", ".join(f"{k} > {v}" for k, v in (levels or {}).items())
+    if grade is not None:
+        text += (", " if text else "") + f"grade > {grade}"
+    return {"spec": f"every grader: {text}", "feasible": res.feasible, "key": res.key,
+            "correct": res.correct, "solver": res.solver}

@@ -14,6 +14,7 @@ crowd-kit, statsmodels and krippendorff are imported only when these functions r
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from fractions import Fraction
 from typing import Any
 
@@ -105,12 +106,14 @@ def estimate(decisions: Decisions, T: Fraction, method: str = "ds", *, n_iter: i
         raise InputError(f"estimator {method!r}; use one of {ESTIMATORS}")
     agg = _import("crowdkit.aggregation", "crowd-kit")
     frame = _long(decisions)
-    if method == "ds":
-        model = agg.DawidSkene(n_iter=n_iter).fit(frame)
-        labels, name = model.labels_, "Dawid-Skene (crowd-kit)"
-    else:
-        model, name = None, "majority vote (crowd-kit)"
-        labels = agg.MajorityVote().fit_predict(frame)
+    with warnings.catch_warnings():  # crowd-kit's own pandas deprecation notices
+        warnings.filterwarnings("ignore", module="crowdkit")
+        if method == "ds":
+            model = agg.DawidSkene(n_iter=n_iter).fit(frame)
+            labels, name = model.labels_, "Dawid-Skene (crowd-kit)"
+        else:
+            model, name = None, "majority vote (crowd-kit)"
+            labels = agg.MajorityVote().fit_predict(frame)
     index = {lab: t for t, lab in enumerate(decisions.labels)}
     truth = np.array([index[labels[item]] for item in decisions.items], dtype=np.int64)
     arr, r = decisions.array, len(decisions.labels)

@@ -26,11 +26,15 @@ from math import comb
 from typing import Any, Iterator, Sequence
 
 from evalcert.errors import InputError
-from evalcert.logic.qcomplex import iter_qcomplex
+from evalcert.logic.qcomplex import iter_qcomplex, qcomplex_size
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["m1_axiom_terms", "iter_evaluations", "count_evaluations", "trace_range_feasible",
-           "EvaluationCounts", "evaluation_counts"]
+           "EvaluationCounts", "evaluation_counts", "correct_multiplicity",
+           "correctness_squares", "MAX_ENUMERATION"]
+
+#: most tables (or answer keys) enumerated one by one in this module
+MAX_ENUMERATION = 2_000_000
 
 Table = tuple[tuple[int, ...], ...]
 
@@ -194,6 +198,10 @@ def evaluation_counts(decided: Sequence[int]) -> EvaluationCounts:
     """
     dec_t = tuple(int(v) for v in decided)
     n, r = sum(dec_t), len(dec_t)
+    size = qcomplex_size(n, r)
+    if size > MAX_ENUMERATION // 10:
+        raise InputError(f"evaluation_counts walks all {size:,} answer keys of Q={n}, R={r} "
+                         f"(limit {MAX_ENUMERATION // 10:,}); use a smaller test")
     ineq = 0
     by_key = []
     for key in iter_qcomplex(n, r):
@@ -204,3 +212,29 @@ def evaluation_counts(decided: Sequence[int]) -> EvaluationCounts:
         by_key.append((key, count_evaluations(key, dec_t)))
     return EvaluationCounts(n, dec_t, comb(n + r * r - 1, r * r - 1), ineq,
                             sum(c for _, c in by_key), tuple(by_key))
+
+
+def correct_multiplicity(key: Sequence[int], decided: Sequence[int]) -> list[list[int]]:
+    """Per label ``l``: how many possible evaluations at ``key`` have ``E[l][l] = a`` for
+    ``a = 0..q_l`` (the marginal counts behind the correctness squares of Figs. 5-6).
+
+    >>> correct_multiplicity((6, 4), (4, 6))
+    [[1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]
+    """
+    total = count_evaluations(key, decided)
+    if total > MAX_ENUMERATION:
+        raise InputError(f"{total:,} possible evaluations at key {tuple(key)} (limit "
+                         f"{MAX_ENUMERATION:,}); choose a smaller test for the squares")
+    out = [[0] * (int(q) + 1) for q in key]
+    for table in iter_evaluations(key, decided):
+        for l in range(len(key)):
+            out[l][table[l][l]] += 1
+    return out
+
+
+def correctness_squares(key: Sequence[int], decided_i: Sequence[int],
+                        decided_j: Sequence[int]) -> list[list[list[int]]]:
+    """Figs. 5-6: per label, the ``(q_l + 1) x (q_l + 1)`` multiplicity of M=1 product-space
+    evaluations of two graders with ``a`` and ``b`` correct answers on that label."""
+    mi, mj = correct_multiplicity(key, decided_i), correct_multiplicity(key, decided_j)
+    return [[[x * y for y in row_j] for x in row_i] for row_i, row_j in zip(mi, mj)]

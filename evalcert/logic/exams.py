@@ -19,11 +19,15 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from evalcert.logic.evaluations import trace_range_feasible
-from evalcert.logic.qcomplex import iter_qcomplex, qcomplex_bounds
+from evalcert.errors import InputError
+from evalcert.logic.qcomplex import iter_qcomplex, qcomplex_bounds, qcomplex_size
 from evalcert.logic.summaries import as_label_counts
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["GradeSets", "grades_at_key", "grade_sets"]
+
+#: most answer keys :func:`grade_sets` walks (each costs O(Q R) per taker)
+MAX_KEYS_WALKED = 200_000
 
 
 def grades_at_key(decided: Sequence[int], key: Sequence[int]) -> tuple[int, ...]:
@@ -85,6 +89,10 @@ def grade_sets(summaries: Any, *, lower: Sequence[int] | None = None,
     counts = as_label_counts(summaries)
     n, r = counts.n_items, len(counts.labels)
     lo, hi = qcomplex_bounds(n, r, lower, upper)
+    size = qcomplex_size(n, r, lo, hi)
+    if size > MAX_KEYS_WALKED:
+        raise InputError(f"grade_sets walks {size:,} answer keys (Q={n}, R={r}; limit "
+                         f"{MAX_KEYS_WALKED:,}); bound the key with lower/upper")
     found: dict[str, set[int]] = {g: set() for g in counts.graders}
     for key in iter_qcomplex(n, r, lo, hi):
         for g, dec in zip(counts.graders, counts.counts):

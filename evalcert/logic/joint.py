@@ -27,6 +27,7 @@ patients with 5 raters (first rating each, 4 labels): see ``tests/logic/test_joi
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import sys
 import time
 from fractions import Fraction
@@ -113,13 +114,37 @@ class _Spec:
     den: list[list[Any]]
 
 
-def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray, Fraction]:
+def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
+                                                Fraction, dict[str, int]]:
     values = check_integer_solution(spec.prob, what)
     key = tuple(_int(e, values) for e in spec.q)
     corr = np.array([[_int(e, values) for e in row] for row in spec.correct], dtype=np.int64)
     den = np.array([[_int(e, values) for e in row] for row in spec.den], dtype=np.int64)
     ratios = [Fraction(int(c), int(d)) for c, d in zip(corr.ravel(), den.ravel()) if d > 0]
-    return key, corr, den, min(ratios) if ratios else Fraction(1)
+    return key, corr, den, min(ratios) if ratios else Fraction(1), values
+
+
+def pair_statistics(decisions: Decisions, split: np.ndarray) -> dict[str, dict[str, str]]:
+    """App. C, Eq. 18 at an answer key given as a split ``x[p][t]`` of the joint patterns:
+    for each pair of graders and true label ``t``, the correctness covariance
+    ``Gamma = R_{(t)_i,(t)_j;t} / Q_t - (R_{(t)_i;t} / Q_t) (R_{(t)_j;t} / Q_t)`` over the
+    items of true label ``t`` both decided (equal to the covariance of their errors; 0 for
+    independent errors, > 0 when they fail together). Exact fractions as strings."""
+    pats, _ = joint_patterns(decisions)
+    out: dict[str, dict[str, str]] = {}
+    for i, j in itertools.combinations(range(len(decisions.graders)), 2):
+        row = {}
+        for t, lab in enumerate(decisions.labels):
+            both = (pats[:, i] >= 0) & (pats[:, j] >= 0)
+            n = int(split[both, t].sum())
+            if n == 0:
+                continue
+            ci = Fraction(int(split[both & (pats[:, i] == t), t].sum()), n)
+            cj = Fraction(int(split[both & (pats[:, j] == t), t].sum()), n)
+            cij = Fraction(int(split[both & (pats[:, i] == t) & (pats[:, j] == t), t].sum()), n)
+            row[lab] = str(cij - ci * cj)
+        out[f"{decisions.graders[i]}~{decisions.graders[j]}"] = row
+    return out
 
 
 def _add_level(spec: _Spec, f: Fraction, relax: bool = False) -> None:
@@ -173,9 +198,10 @@ def lp_levels(build: Callable[[Sequence[int] | None], _Spec], upper: Fraction, m
 
 
 def rounded_joint_point(decisions: Decisions, level: Fraction, solver: str = "highs"
-                        ) -> tuple[Fraction, tuple[int, ...]] | None:
+                        ) -> tuple[Fraction, tuple[int, ...], np.ndarray] | None:
     """Round the full-joint LP point at ``level`` to integers (each pattern count split by
-    largest remainders, so it stays an exact answer key) and return its exact value and key.
+    largest remainders, so it stays an exact answer key); return its exact value, key and
+    integer split ``x[p][t]``.
 
     Any such point is consistent under every M (the M=1 and M=2 sets contain the joint
     one), so its value is a proven lower bound on ``T_full <= T_2 <= T_1``.
@@ -196,7 +222,7 @@ def rounded_joint_point(decisions: Decisions, level: Fraction, solver: str = "hi
         order = np.argsort(-(frac[p] - x[p]), kind="stable")
         for t in order[:max(left, 0)]:
             x[p, t] += 1
-    return _joint_value(pats, x), tuple(int(v) for v in x.sum(axis=0))
+    return _joint_value(pats, x), tuple(int(v) for v in x.sum(axis=0)), x
 
 
 def _joint_value(pats: np.ndarray, x: np.ndarray) -> Fraction:
@@ -214,16 +240,21 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 threshold: Any, *, upper: Fraction, m: int | str, method: str,
                 solver: str = "highs", candidates: Callable[[Fraction], Any] | None = None,
                 n_keys: int | None = None, max_checks: int = 200, max_binding_keys: int = 3,
-                verbose: bool = False) -> AlarmResult:
+                verbose: bool = False,
+                describe: Callable[[tuple[int, ...], Any], dict[str, Any]] | None = None,
+                start: tuple[Fraction, tuple[int, ...], Any] | None = None) -> AlarmResult:
     """Alarm from a model builder: exact ``T`` by :func:`max_ratio`, attaining keys and
     binding (grader, label) pairs by fixed-key ILPs, every feasible point re-checked.
 
     ``candidates(T)`` returns ``(count, keys)`` of keys that may attain ``T`` (a superset, e.g.
     the M=1 keys with ``v(q) >= T``); without it only the witness key is listed.
+    ``start``: ``(value, key, split)`` of a point known to be consistent (a lower bound).
+    ``describe(key, values_or_split)`` turns the witness at ``T`` into the result's
+    ``witness`` dict.
     """
     x = as_threshold(threshold)
-    start = time.perf_counter()
-    found: dict[Fraction, tuple[int, ...]] = {}
+    t0 = time.perf_counter()
+    found: dict[Fraction, tuple[tuple[int, ...], Any]] = {}
     n_solves = 0
 
     def solve(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
@@ -239,24 +270,21 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
         _add_level(spec, f)
         out = solve(spec, f"{method} at level {f}")
         if verbose:
-            print(f"  level {f}: {'feasible' if out else 'infeasible'} ({time.perf_counter() - start:.1f} s)", file=sys.stderr)
+            print(f"  level {f}: {'feasible' if out else 'infeasible'} "
+                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
         if out is None:
             return None
         if out[3] < f:
             raise CertificateError(f"{method}: the solver's point reaches only {out[3]} < {f}")
-        found[out[3]] = out[0]
+        found[out[3]] = (out[0], out[4])
         return out[3]
 
     n = len(decisions.items)
-    lp_lo, bound = lp_levels(build, upper, n, solver)
+    _, bound = lp_levels(build, upper, n, solver)
     attained = Fraction(0)
-    if decisions.complete or m == "full":
-        start_level = lp_lo if m == "full" else lp_levels(_joint_builder(decisions), upper, n,
-                                                            solver)[0]
-        point = rounded_joint_point(decisions, start_level, solver)
-        if point is not None:
-            attained = point[0]
-            found[attained] = point[1]
+    if start is not None:
+        attained = start[0]
+        found[attained] = (start[1], start[2])
     t_val, _ = max_ratio(feasible, upper, n, infeasible_above=bound, attained=attained)
     if t_val not in found:  # T = 0 without a feasible call yet: get a witness
         feasible(t_val)
@@ -275,7 +303,7 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 keys.append(tuple(key))
         n_att = len(keys)
     else:
-        keys, n_att = [found[t_val]], None
+        keys, n_att = [found[t_val][0]], None
     binding: dict[tuple[str, str], None] = {}
     for key in (keys[:max_binding_keys] if t_val > 0 else []):
         for i, g in enumerate(decisions.graders):
@@ -288,11 +316,12 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 if out is not None and out[1][i, t] * t_val.denominator == \
                         t_val.numerator * out[2][i, t] and out[2][i, t] > 0:
                     binding[(g, lab)] = None
+    witness = describe(*found[t_val]) if describe is not None else None
     return AlarmResult(threshold=x, fires=x >= t_val, T=t_val, attaining_keys=tuple(keys),
                        n_attaining=n_att, binding=tuple(binding), m=m, n_keys=n_keys,
                        labels=decisions.labels, graders=decisions.graders,
                        method=f"{method} ({solver})", n_solves=n_solves,
-                       seconds=time.perf_counter() - start)
+                       seconds=time.perf_counter() - t0, witness=witness)
 
 
 def _joint_builder(dec: Decisions, lower: Any = None, upper: Any = None
@@ -359,7 +388,36 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
         cands = _m1_candidates(dec, lo, hi, max_keys)
     else:
         top, cands = Fraction(1), None
+    pats, _ = joint_patterns(dec)
+
+    def describe(key: tuple[int, ...], point: Any) -> dict[str, Any]:
+        split = point if isinstance(point, np.ndarray) else np.array(
+            [[point[f"x_{p}_{t}"] for t in range(r)] for p in range(len(pats))])
+        return witness_of_split(dec, key, split)
+
     return exact_alarm(build, dec, threshold, upper=top, m="full", method="full-joint ILP",
                        solver=solver, candidates=cands, n_keys=qcomplex_size(n, r, lo, hi),
                        max_checks=max_checks, max_binding_keys=max_binding_keys,
-                       verbose=verbose)
+                       verbose=verbose, describe=describe,
+                       start=joint_start(dec, top, solver, lo if bounded else None,
+                                         hi if bounded else None))
+
+
+def witness_of_split(dec: Decisions, key: tuple[int, ...], split: np.ndarray) -> dict[str, Any]:
+    """Key, correct counts per grader and Eq. 18 statistics of a joint split ``x[p][t]``."""
+    pats, _ = joint_patterns(dec)
+    correct = {g: [int(split[pats[:, i] == t, t].sum()) for t in range(len(dec.labels))]
+               for i, g in enumerate(dec.graders)}
+    return {"key": list(key), "correct": correct,
+            "pair_statistics": pair_statistics(dec, split)}
+
+
+def joint_start(dec: Decisions, top: Fraction, solver: str, lower: Any = None,
+                upper: Any = None) -> tuple[Fraction, tuple[int, ...], np.ndarray] | None:
+    """A proven lower bound for any M: the full-joint LP point near its largest feasible
+    level, rounded to an exact key (:func:`rounded_joint_point`). Skipped when the key is
+    bounded (rounding may leave the bounds)."""
+    if lower is not None or upper is not None:
+        return None
+    level, _ = lp_levels(_joint_builder(dec), top, len(dec.items), solver)
+    return rounded_joint_point(dec, level, solver)

@@ -30,7 +30,7 @@ import pulp
 from evalcert.errors import InputError
 from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
 from evalcert.logic.ilp import IlpResult, M1Model, solve_model
-from evalcert.logic.joint import _Spec, exact_alarm
+from evalcert.logic.joint import _Spec, exact_alarm, joint_start, witness_of_split
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.summaries import Decisions, as_threshold
 
@@ -173,9 +173,27 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
     r = len(dec.labels)
     lo, hi = qcomplex_bounds(counts.n_items, r, lower, upper)
     top = alarm_threshold(counts, lower=lo, upper=hi)
+    bounded = lower is not None or upper is not None
+    n_g = len(dec.graders)
+
+    def describe(key: tuple[int, ...], point: Any) -> dict[str, Any]:
+        if isinstance(point, np.ndarray):  # the rounded joint start: a joint split
+            return witness_of_split(dec, key, point)
+        correct = {g: [point[f"E_{i}_{t}_{t}"] for t in range(r)]
+                   for i, g in enumerate(dec.graders)}
+        stats = {}
+        for i, j in itertools.combinations(range(n_g), 2):
+            stats[f"{dec.graders[i]}~{dec.graders[j]}"] = {
+                lab: str(Fraction(point[f"P_{i}_{j}_{t}_{t}_{t}"], key[t])
+                         - Fraction(point[f"E_{i}_{t}_{t}"] * point[f"E_{j}_{t}_{t}"],
+                                    key[t] ** 2))
+                for t, lab in enumerate(dec.labels) if key[t] > 0}
+        return {"key": list(key), "correct": correct, "pair_statistics": stats}
+
     return exact_alarm(_build(dec, lo, hi), dec, threshold, upper=top, m=2,
                        method="M=2 ILP", solver=solver,
                        candidates=lambda t: attaining_keys(counts, t, lower=lo, upper=hi,
                                                            limit=max_keys),
                        n_keys=qcomplex_size(counts.n_items, r, lo, hi), max_checks=max_checks,
-                       max_binding_keys=max_binding_keys, verbose=verbose)
+                       max_binding_keys=max_binding_keys, verbose=verbose, describe=describe,
+                       start=None if bounded else joint_start(dec, top, solver))

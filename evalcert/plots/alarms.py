@@ -7,14 +7,19 @@ No pyplot and no global backend switch: each function builds a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
+from evalcert.errors import InputError
 from evalcert.logic.alarms import AlarmResult, MinMaxCurve
+from evalcert.logic.evaluations import correctness_squares
+from evalcert.logic.summaries import LabelCounts
 
-__all__ = ["plot_minmax_curve", "plot_label_curves"]
+__all__ = ["plot_minmax_curve", "plot_label_curves", "plot_correctness_squares"]
 
 
 def _new_figure(width: float = 6.0, height: float = 4.0) -> Figure:
@@ -49,6 +54,13 @@ def plot_minmax_curve(result: AlarmResult | MinMaxCurve, path: str | Path | None
     it used M=2 or the full joint, its ``T`` is drawn and named in the title too, so the
     figure shows what the chosen M computed. ``threshold`` (default: the alarm's ``x``) is
     drawn dashed.
+
+    Examples
+    --------
+    >>> from evalcert.logic import mtbench_demo
+    >>> fig = plot_minmax_curve(mtbench_demo())  # give a path to also save it as PNG
+    >>> len(fig.axes)
+    1
     """
     curve = _curve_of(result)
     shown = alarm_result if alarm_result is not None else (
@@ -103,6 +115,48 @@ def plot_label_curves(result: AlarmResult | MinMaxCurve,
     ax.set_ylabel("best accuracy of the worst grader")
     ax.set_ylim(0, 1.02)
     ax.legend(loc="lower left", fontsize=8)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+
+
+def plot_correctness_squares(counts: LabelCounts, key: Sequence[int], graders: Sequence[str],
+                             path: str | Path | None = None, threshold: float = 0.5) -> Figure:
+    """Figs. 5-6: per true label, the multiplicity of M=1 product-space evaluations of two
+    graders by their numbers of correct answers on that label (log colour scale; white:
+    none), with the cells where both beat ``threshold`` outlined in green.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> fig = plot_correctness_squares(paper_summaries(), (8, 9, 8), ("authors", "gpt4"))
+    >>> len(fig.axes) >= 3
+    True
+    """
+    if len(graders) != 2 or any(g not in counts.graders for g in graders):
+        raise InputError(f"correctness squares need two of the graders {list(counts.graders)}; "
+                         f"got {list(graders)}")
+    i, j = (counts.graders.index(g) for g in graders)
+    squares = correctness_squares(key, counts.counts[i], counts.counts[j])
+    fig = _new_figure(3.2 * len(squares), 3.4)
+    axes = fig.subplots(1, len(squares), squeeze=False)[0]
+    for ax, label, q, sq in zip(axes, counts.labels, key, squares):
+        grid = np.array(sq, dtype=float)
+        shown = np.where(grid > 0, grid, np.nan)
+        if np.isfinite(shown).any():
+            img = ax.imshow(np.log10(shown).T, origin="lower", cmap="viridis",
+                            extent=(-0.5, q + 0.5, -0.5, q + 0.5))
+            fig.colorbar(img, ax=ax, shrink=0.7, label="log10 count")
+        for a in range(q + 1):
+            for b in range(q + 1):
+                if grid[a, b] > 0 and a > threshold * q and b > threshold * q:
+                    ax.add_patch(Rectangle((a - 0.5, b - 0.5), 1, 1, fill=False,
+                                           edgecolor="lime", lw=1))
+        ax.set_title(f"true {label}: Q = {q}", fontsize=9)
+        ax.set_xlabel(f"{graders[0]} correct")
+        ax.set_ylabel(f"{graders[1]} correct")
+    fig.suptitle(f"M=1 evaluations at key {tuple(key)}; green: both > {threshold:g}",
+                 fontsize=9)
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig

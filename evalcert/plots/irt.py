@@ -9,8 +9,8 @@ Example
 >>> from evalcert.solvers.irt.information import ItemParameters
 >>> p = ItemParameters(np.ones(3), np.array([-1.0, 0.0, 1.0]), np.zeros(3), ("a", "b", "c"),
 ...                    "rasch")
->>> len(plot_item_curves(p).axes)
-3
+>>> len(plot_item_curves(p).axes)   # three panels and the SE axis of the third
+4
 """
 
 from __future__ import annotations

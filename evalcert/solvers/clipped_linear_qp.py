@@ -137,23 +137,26 @@ def hessian(design: Design, weights: np.ndarray, lam: float, n_extra: int = 0) -
     itype = np.int32 if nnz < 2 ** 31 - 1 and K + J + n_extra < 2 ** 31 - 1 else np.int64
     data = np.empty(nnz)
     indices = np.empty(nnz, dtype=itype)
-    start_r = np.r_[0, np.cumsum(deg_r)[:-1]]
-    diag_a = start_r + np.arange(K)
-    data[diag_a] = 2.0 * (np.bincount(rows, weights=w, minlength=K) + lam)
-    indices[diag_a] = np.arange(K)
-    pos = np.arange(n) + rows + 1
-    data[pos] = -2.0 * w
-    indices[pos] = K + cols
-    del pos
+    # agent columns: the diagonal, then the agent's cells (row-major order)
+    diag = np.r_[0, np.cumsum(deg_r)[:-1]] + np.arange(K)
+    cells = np.ones(n + K, dtype=bool)
+    cells[diag] = False
+    block, idx = data[:n + K], indices[:n + K]
+    block[diag] = 2.0 * (np.bincount(rows, weights=w, minlength=K) + lam)
+    idx[diag] = np.arange(K)
+    block[cells] = -2.0 * w
+    idx[cells] = K + cols
+    # item columns: the item's cells (rows ascending), then the diagonal
     perm = design.column_major()
-    base = n + K
-    pos = base + np.arange(n) + cols[perm]
-    data[pos] = -2.0 * w[perm]
-    indices[pos] = rows[perm]
-    del pos, perm
-    diag_b = base + np.cumsum(deg_c) + np.arange(J)
-    data[diag_b] = 2.0 * (np.bincount(cols, weights=w, minlength=J) + lam)
-    indices[diag_b] = K + np.arange(J)
+    diag = np.cumsum(deg_c) + np.arange(J)
+    cells = np.ones(n + J, dtype=bool)
+    cells[diag] = False
+    block, idx = data[n + K:], indices[n + K:]
+    block[diag] = 2.0 * (np.bincount(cols, weights=w, minlength=J) + lam)
+    idx[diag] = K + np.arange(J)
+    block[cells] = -2.0 * w[perm]
+    idx[cells] = rows[perm]
+    del perm, cells
     indptr = np.r_[0, np.cumsum(np.r_[deg_r + 1, deg_c + 1, np.zeros(n_extra, dtype=np.int64)])]
     size = K + J + n_extra
     return sp.csc_matrix((data, indices, indptr.astype(itype)), shape=(size, size))

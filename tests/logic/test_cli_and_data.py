@@ -109,3 +109,39 @@ def test_plot_is_aggregated_with_extremes_kept():
     ys = fig.axes[0].lines[0].get_ydata()
     assert len(ys) <= 500 < len(curve.keys)
     assert ys.min() == curve.values().min() and ys.max() == curve.values().max()
+
+
+def test_audit_cli_spec_bounds_and_sequence(tmp_path, capsys):
+    t = load_table1()[["item", "authors", "gpt4"]]
+    path = tmp_path / "w.csv"
+    t.to_csv(path, index=False)
+    assert main(["audit", str(path), "--label-thresholds", "a=0.6,b=0.6,tie=0.3",
+                 "--grade", "0.6"]) == 0
+    assert "logically consistent (e.g. at key" in capsys.readouterr().out
+    assert main(["audit", str(path), "--label-thresholds", "a=0.99,b=0.99,tie=0.99"]) == 0
+    assert "INCONSISTENT" in capsys.readouterr().out
+    assert main(["audit", str(path), "--lower", "8,8,8"]) == 0
+    # keys (8,9,8), (9,8,8), (8,8,9); gpt4 said tie only twice: v = 2/8, 2/8, 2/9
+    out = capsys.readouterr().out
+    assert "T = 1/4" in out and "keys attaining T (2)" in out
+    assert main(["audit", str(path), "--lower", "x,1,1"]) == 2
+    assert main(["audit", str(path), "--sequence", "2"]) == 0
+    assert "24 windows of 2 consecutive items, 9 labels" in capsys.readouterr().err
+
+
+def test_correctness_squares_cli_and_counts(tmp_path, capsys):
+    from evalcert.logic.evaluations import correctness_squares, iter_evaluations
+
+    src = tmp_path / "s.json"
+    src.write_text(json.dumps({"authors": {"a": 5, "b": 10, "tie": 10},
+                               "gpt4": {"a": 4, "b": 18, "tie": 3}}))
+    png = tmp_path / "sq.png"
+    assert main(["audit", str(src), "--squares", str(png), "--key", "8,9,8"]) == 0
+    assert png.stat().st_size > 0 and "at key (8, 9, 8)" in capsys.readouterr().err
+    # Fig. 6: at (8, 9, 8) no evaluation has both graders above 50% on a or on tie
+    sq = correctness_squares((8, 9, 8), (5, 10, 10), (4, 18, 3))
+    for lab, q in ((0, 8), (2, 8)):
+        assert all(sq[lab][a][b] == 0 for a in range(q + 1) for b in range(q + 1)
+                   if a > q / 2 and b > q / 2)
+    n_i = sum(1 for _ in iter_evaluations((8, 9, 8), (5, 10, 10)))
+    assert sum(map(sum, sq[0])) == n_i * sum(1 for _ in iter_evaluations((8, 9, 8), (4, 18, 3)))

@@ -21,7 +21,7 @@ from evalcert.logic.simulate import simulate_decisions, simulate_log  # noqa: E4
 
 @pytest.mark.parametrize("method", ["ds", "mv"])
 def test_estimates_are_checked_against_t_and_their_evaluation_is_exact(method):
-    dec = simulate_decisions(60, 3, 4, seed=3)
+    dec = simulate_decisions(30, 3, 4, seed=3)
     t = full_alarm_threshold(dec)
     est = estimate(dec, t, method)
     assert est.hard_min <= t  # T is the max over all keys of this very quantity

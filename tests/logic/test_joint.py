@@ -122,7 +122,8 @@ def test_three_graders_full_joint_strictly_below_m2():
 
 def test_rounded_lp_point_is_a_valid_lower_bound():
     dec = table1_decisions(("experts", "authors", "gpt4"))
-    value, key = rounded_joint_point(dec, Fraction(1, 2))
+    value, key, split = rounded_joint_point(dec, Fraction(1, 2))
+    assert (split.sum(axis=0) == key).all()
     assert sum(key) == 25 and value <= full_alarm_threshold(dec)
 
 
@@ -167,3 +168,53 @@ def test_exact_recheck_refuses_a_point_that_violates_the_model():
         check_integer_solution(prob, "test")
     v.varValue = 2.0
     assert check_integer_solution(prob, "test") == {"v": 2}
+
+
+def test_eq18_pair_statistics_match_item_level_counts():
+    from evalcert.logic.joint import joint_patterns, pair_statistics
+
+    cols = [[0, 0, 1, 1, 2, 2, 0], [0, 1, 1, 2, 2, 0, 0], [1, 0, 2, 1, 0, 2, 0]]
+    dec = decisions(cols, ["a", "b", "c"])
+    truth = np.array([0, 0, 1, 1, 2, 2, 1])
+    pats, _ = joint_patterns(dec)
+    arr = dec.array
+    split = np.zeros((len(pats), 3), dtype=np.int64)
+    for k, t in enumerate(truth):
+        split[np.flatnonzero((pats == arr[k]).all(axis=1))[0], t] += 1
+    stats = pair_statistics(dec, split)
+    for i, j in itertools.combinations(range(3), 2):
+        for t, lab in enumerate(dec.labels):
+            on = truth == t
+            n = int(on.sum())
+            ci = Fraction(int((on & (arr[:, i] == t)).sum()), n)
+            cj = Fraction(int((on & (arr[:, j] == t)).sum()), n)
+            cij = Fraction(int((on & (arr[:, i] == t) & (arr[:, j] == t)).sum()), n)
+            assert stats[f"g{i}~g{j}"][lab] == str(cij - ci * cj)
+
+
+def test_witness_is_consistent_and_attains_t():
+    dec = table1_decisions(("experts", "authors", "gpt4"))
+    for res in (alarm_full(dec, "0.5"), alarm_m2(dec, "0.5")):
+        w = res.witness
+        assert sum(w["key"]) == 25
+        vals = [Fraction(c, q) for g in res.graders for c, q in zip(w["correct"][g], w["key"])
+                if q]
+        assert min(vals) == res.T
+        counts = dec.label_counts()
+        for i, g in enumerate(res.graders):  # correct <= what each grader said and the key
+            assert all(c <= min(q, n) for c, q, n in zip(w["correct"][g], w["key"],
+                                                       counts.counts[i]))
+
+
+def test_sequence_aligned_summaries():
+    from evalcert.logic.sequences import sequence_aligned
+
+    dec = table1_decisions()
+    seq = sequence_aligned(dec, 2)
+    assert len(seq.items) == 24 and len(seq.labels) == 9 and seq.labels[1] == "a|b"
+    arr, sarr = dec.array, seq.array
+    assert (sarr == arr[:-1] * 3 + arr[1:]).all()
+    assert full_alarm_threshold(seq) <= m2_alarm_threshold(seq) <= alarm_threshold(
+        seq.label_counts())
+    with pytest.raises(InputError, match="sequence labels"):
+        sequence_aligned(dec, 4)

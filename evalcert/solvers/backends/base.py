@@ -98,7 +98,7 @@ class CostEstimate:
 #: per observed cell of each backend's largest structures, and a dense
 #: (K + J) x (K + J) array for CVXPY, whose canonicalisation of a parameter in
 #: the objective is dense (shared/SOLVER_NOTES.md).
-_BYTES_PER_CELL = {"native": 120, "osqp-direct": 400, "cvxpy": 1500}
+_BYTES_PER_CELL = {"native": 160, "osqp-direct": 400, "cvxpy": 1500}
 
 
 def estimate_cost(backend: str, n_agents: int, n_items: int, n_cells: int,
@@ -106,7 +106,7 @@ def estimate_cost(backend: str, n_agents: int, n_items: int, n_cells: int,
     """Estimate the peak memory and time of a clipped-linear fit before it starts.
 
     ``native`` (PCG path on large designs): a few arrays per cell and per
-    variable, ``~(120 n_cells + 200 (K + J))`` bytes, and ``O(n_cells)`` per
+    variable, ``~(160 n_cells + 200 (K + J))`` bytes, and ``O(n_cells)`` per
     iteration. ``osqp-direct``: OSQP factorises the KKT matrix; eliminating
     item ``j`` joins its ``d_j`` agents, so the factor holds about
     ``min(K^2 / 2, sum_j d_j^2 / 2)`` extra entries (``d_j = n_cells / J`` on
@@ -125,7 +125,8 @@ def estimate_cost(backend: str, n_agents: int, n_items: int, n_cells: int,
     if box == "observed":
         c = 2 * c       # one constraint row per cell on top of the objective
     if backend == "native":
-        return CostEstimate(backend, 120 * c + 200 * n, 2e-8 * c * 60 + 1e-6 * n)
+        return CostEstimate(backend, _BYTES_PER_CELL[backend] * c + 200 * n,
+                            2e-8 * c * 60 + 1e-6 * n)
     if backend == "osqp-direct":
         deg = c / max(J, 1)
         fill = min(K * K / 2.0, J * deg * deg / 2.0)

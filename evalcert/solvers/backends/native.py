@@ -297,9 +297,10 @@ def _direct_cost(qp: QP) -> float:
     return float(np.sum(deg * deg)) + n_F ** 3 / 3.0
 
 
-#: Above this many flops (a few seconds here) the native solver takes the
-#: PCG path; ``solver_options={"path": "direct" | "pcg"}`` forces one.
-DIRECT_FLOPS = 2e9
+#: Above this many flops (one factorisation per active-set step, ~0.1 s each
+#: here) the native solver takes the PCG path, which measured faster at every
+#: size above it; ``solver_options={"path": "direct" | "pcg"}`` forces one.
+DIRECT_FLOPS = 5e7
 #: A rough rate of sparse factorisation on one shared core (for refusing early).
 FLOPS_PER_SECOND = 1e9
 
@@ -329,8 +330,11 @@ def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
                 break
             tight = True        # an inexact (loose) solve settled the set: solve it exactly
         elif key in seen:
-            status = "cycling"
-            break
+            if tight:
+                status = "cycling"
+                break
+            tight = True        # inexact solves can revisit a set near the optimum: go exact
+            seen.clear()
         seen.add(key)
         previous = key
         active = eq | upper | lower
@@ -408,12 +412,12 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
 
     def kkt(active, bounds, x, y_act, tight):
         """Solve one active set: ``(x, y_active, exact)``. The PCG path solves
-        loosely (1e-7) while the active set still changes, to rounding once
-        it has settled."""
+        loosely (1e-9) while the active set still changes, to rounding once
+        it has settled (or starts to repeat)."""
         if path == "pcg":
             try:
                 out = _pcg_kkt_solve(qp, active, bounds, x, cache, deadline, progress,
-                                     rtol=1e-12 if tight else 1e-7)
+                                     rtol=1e-12 if tight else 1e-9)
                 used.add("pcg")
                 return out + (tight,)
             except _Unsupported:

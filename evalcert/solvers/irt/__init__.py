@@ -64,6 +64,12 @@ def make_estimator(model: str, method: str | None = None, *, dims: int | None = 
     """Build an estimator by name: ``model`` in :data:`MODELS`, ``method`` as it accepts.
 
     ``dims`` applies to ``factor`` and ``je``; ``item_embeddings`` is required by ``je``.
+
+    Examples
+    --------
+    >>> est = make_estimator("rasch", "cml")
+    >>> type(est).__name__, est.method
+    ('Rasch', 'cml')
     """
     if model not in MODELS:
         raise InputError(f"model must be one of {sorted(MODELS)}, got {model!r}")

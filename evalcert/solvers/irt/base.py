@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 import time
 from typing import Any, ClassVar
 
@@ -26,11 +27,33 @@ from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_responses
 
 __all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid",
-           "STATIONARITY_LIMIT"]
+           "STATIONARITY_LIMIT", "progress_bar"]
 
 #: largest accepted distance from stationarity of a joint or conditional fit, in
 #: standard errors of the estimates (see :attr:`IRTResult.stationarity`)
 STATIONARITY_LIMIT = 1e-3
+
+
+class _NoBar:
+    """Stands in for a progress bar when ``verbose`` is off."""
+
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(verbose: bool, total: int, what: str) -> Any:
+    """A tqdm bar on stderr counting iterations of ``what`` (a no-op unless ``verbose``)."""
+    if not verbose:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, unit="it", file=sys.stderr, leave=False)
 
 
 def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,7 +134,8 @@ class IRTResult(ResultMixin):
 
 
 def lbfgs(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int, what: str,
-          ftol: float = 1e-14, restarts: int = 5) -> tuple[np.ndarray, int]:
+          ftol: float = 1e-14, restarts: int = 5, verbose: bool = False
+          ) -> tuple[np.ndarray, int]:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS (Sec. 3.2.5).
 
     Stops when ``max |gradient| <= tol`` or the relative decrease of the
@@ -121,11 +145,23 @@ def lbfgs(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int, what: str,
     on ill-conditioned fits a stale memory often stalls far above ``tol``.
     Raises :class:`ConvergenceError` when the iteration budget runs out or the
     line search fails away from a stationary point; the fit's own certificate
-    (:meth:`IRTEstimator._stationarity`) judges the rest.
+    (:meth:`IRTEstimator._stationarity`) judges the rest. ``verbose`` shows a
+    progress bar of iterations on stderr.
     """
+    bar = progress_bar(verbose, max_iter, what)
+    try:
+        return _lbfgs_restarts(fun, x0, tol=tol, max_iter=max_iter, what=what, ftol=ftol,
+                               restarts=restarts, bar=bar)
+    finally:
+        bar.close()
+
+
+def _lbfgs_restarts(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int, what: str,
+                    ftol: float, restarts: int, bar: Any) -> tuple[np.ndarray, int]:
+    """The restart loop of :func:`lbfgs`."""
     x, total, grad, success, message = x0, 0, np.inf, False, ""
     for _ in range(restarts + 1):
-        res = minimize(fun, x, jac=True, method="L-BFGS-B",
+        res = minimize(fun, x, jac=True, method="L-BFGS-B", callback=lambda *_: bar.update(1),
                        options={"maxiter": max_iter - total, "maxfun": 4 * max_iter,
                                 "gtol": tol, "ftol": ftol, "maxcor": 20})
         total += int(res.nit)
@@ -182,7 +218,8 @@ class IRTEstimator:
     col_prior_center: ClassVar[tuple[float, ...]] = (0.0,)
 
     def __init__(self, method: str, *, lam: float, anchor_item: int | str | None,
-                 anchor_model: int | str | None, tol: float, max_iter: int, seed: int):
+                 anchor_model: int | str | None, tol: float, max_iter: int, seed: int,
+                 verbose: bool = False):
         self.method = method
         self.lam = lam
         self.anchor_item = anchor_item
@@ -190,6 +227,7 @@ class IRTEstimator:
         self.tol = tol
         self.max_iter = max_iter
         self.seed = seed
+        self.verbose = verbose
 
     # -- hooks --------------------------------------------------------------------------
     def _row_dim(self) -> int:
@@ -362,7 +400,7 @@ class IRTEstimator:
 
         x0 = np.concatenate([blocks[k].ravel() for k, _ in sizes])
         x, n_iter = lbfgs(fun, x0, tol=self.tol, max_iter=self.max_iter,
-                          what=f"{self.model_name} {self.method}")
+                          what=f"{self.model_name} {self.method}", verbose=self.verbose)
         b = unpack(x)
         loglik = -self.family.nll(self._link(b["rows"], b["cols"]), Y, obs, b["glob"])[0]
         hR, hC = self._information(data, b["rows"], b["cols"], b["glob"])

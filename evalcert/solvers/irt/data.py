@@ -1,8 +1,11 @@
 """Validation of response matrices for the IRT estimators (done once, up front).
 
 A response matrix is models x items: ``0``/``1`` (binary IRT) or values in
-``[0, 1]`` (Beta-IRT), ``NaN`` = missing. A numpy array or a pandas DataFrame
-(whose index and columns become model and item names) is accepted. A ``mask``
+``[0, 1]`` (Beta-IRT), ``NaN`` = missing. A numpy array, a pandas DataFrame
+(whose index and columns become model and item names) or an
+:class:`evalcert.data.ScoreMatrix` (its observed ``cells()``, ``agents`` and
+``items``) is accepted; the dense working arrays are checked against the
+available memory before any fit. A ``mask``
 (boolean, ``True`` = held out, as returned by :mod:`evalcert.diagnostics.masks`)
 hides cells from the fit without touching the data.
 """
@@ -91,7 +94,7 @@ def validate_responses(Y: Any, mask: Any = None, *,
 
     Parameters
     ----------
-    Y : array-like or pandas.DataFrame, shape (n_models, n_items)
+    Y : array-like, pandas.DataFrame or ScoreMatrix, shape (n_models, n_items)
         ``kind="binary"``: values in {0, 1}; ``kind="unit"``: values in [0, 1].
         ``NaN`` marks a missing cell.
     mask : array of bool, same shape, optional
@@ -106,18 +109,29 @@ def validate_responses(Y: Any, mask: Any = None, *,
         Not 2-D, non-numeric, values outside the allowed set (offending cells
         named), a mask of the wrong shape or dtype, or models (items) with no
         observed cell.
+
+    Examples
+    --------
+    >>> data = validate_responses(np.array([[1, 0, np.nan], [0, 1, 1.0]]))  # NaN = missing
+    >>> data.shape, data.observed.sum(), data.model_names
+    ((2, 3), np.int64(5), ('model_0', 'model_1'))
     """
     model_labels = item_labels = None
-    if hasattr(Y, "columns") and hasattr(Y, "index"):
-        model_labels, item_labels = list(Y.index), list(Y.columns)
-        Y = Y.to_numpy()
-    try:
-        values = np.array(Y, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"responses must be numeric (0/1, NaN = missing): {exc}") from None
+    if hasattr(Y, "cells") and hasattr(Y, "agents") and hasattr(Y, "items"):
+        values = _from_cells(Y)             # evalcert.data.ScoreMatrix: observed cells only
+        model_labels, item_labels = list(Y.agents), list(Y.items)
+    else:
+        if hasattr(Y, "columns") and hasattr(Y, "index"):
+            model_labels, item_labels = list(Y.index), list(Y.columns)
+            Y = Y.to_numpy()
+        try:
+            values = np.array(Y, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"responses must be numeric (0/1, NaN = missing): {exc}") from None
     if values.ndim != 2 or 0 in values.shape:
         raise InputError(f"responses must be a non-empty 2-D models x items matrix, got shape "
                          f"{values.shape}")
+    _require_working_memory(values.shape)
     models = _names(model_labels, values.shape[0], "model")
     items = _names(item_labels, values.shape[1], "item")
     present = ~np.isnan(values)
@@ -144,6 +158,30 @@ def validate_responses(Y: Any, mask: Any = None, *,
             raise InputError(f"{empty.size} {what} have no observed (non-NaN, not held-out) "
                              f"response: {_listing(names, empty)}; drop them before fitting")
     return ResponseData(np.where(present, values, 0.0), present, models, items)
+
+
+#: dense models x items float arrays an estimator holds at once (values, mask, temporaries)
+_WORKING_ARRAYS = 8
+
+
+def _require_working_memory(shape: tuple[int, ...]) -> None:
+    """Refuse, before any fit, a matrix whose dense working arrays would not fit in memory."""
+    from evalcert.memory import estimate_bytes, require_memory
+
+    require_memory(_WORKING_ARRAYS * estimate_bytes(shape, "float64"),
+                   f"an IRT fit of a dense {shape[0]} x {shape[1]} response matrix",
+                   "the IRT estimators work on dense models x items arrays: fit a subset of "
+                   "models or items")
+
+
+def _from_cells(S: Any) -> np.ndarray:
+    """Dense models x items values (NaN = unobserved) from a ScoreMatrix's observed cells."""
+    shape = tuple(int(k) for k in S.shape)
+    _require_working_memory(shape)
+    rows, cols, scores = S.cells()
+    values = np.full(shape, np.nan)
+    values[rows, cols] = scores
+    return values
 
 
 def extreme_lines(data: ResponseData, *, warn: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -45,6 +45,7 @@ class LogisticFactor(IRTEstimator):
         Ridge strength for ``map``; choose it (and ``dims``) by
         :func:`evalcert.solvers.irt.holdout.cross_validate`.
     tol, max_iter, seed : tolerance, iteration budget, seed of the random start.
+    verbose : show a progress bar of L-BFGS iterations on stderr.
 
     Attributes
     ----------
@@ -56,9 +57,10 @@ class LogisticFactor(IRTEstimator):
     methods = ("map", "jml")
 
     def __init__(self, dims: int = 2, method: str = "map", *, lam: float = 0.1,
-                 tol: float = 1e-6, max_iter: int = 5000, seed: int = 0):
+                 tol: float = 1e-6, max_iter: int = 5000, seed: int = 0,
+                 verbose: bool = False):
         super().__init__(method, lam=lam, anchor_item=None, anchor_model=None,
-                         tol=tol, max_iter=max_iter, seed=seed)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
         if not isinstance(dims, (int, np.integer)) or dims < 1:
             raise InputError(f"dims must be a positive int, got {dims!r}")
         self.dims = int(dims)

@@ -53,6 +53,7 @@ class JEIRT(IRTEstimator):
     lam : float
         Ridge on model embeddings and adapter weights.
     tol, max_iter, seed : tolerance, iteration budget, seed of the random start.
+    verbose : show a progress bar of L-BFGS iterations on stderr.
 
     Attributes
     ----------
@@ -64,9 +65,10 @@ class JEIRT(IRTEstimator):
     methods = ("map",)
 
     def __init__(self, item_embeddings: np.ndarray, dims: int = 16, hidden: int = 32, *,
-                 lam: float = 0.1, tol: float = 1e-3, max_iter: int = 5000, seed: int = 0):
+                 lam: float = 0.1, tol: float = 1e-3, max_iter: int = 5000, seed: int = 0,
+                 verbose: bool = False):
         super().__init__("map", lam=lam, anchor_item=None, anchor_model=None,
-                         tol=tol, max_iter=max_iter, seed=seed)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
         X = np.asarray(item_embeddings, dtype=float)
         if X.ndim != 2 or not np.isfinite(X).all():
             raise InputError("item_embeddings must be a finite 2-D array (n_items x D)")
@@ -148,7 +150,8 @@ class JEIRT(IRTEstimator):
             return val, np.concatenate([grads[k].ravel() for k in shapes])
 
         x, n_iter = lbfgs(fun, np.concatenate([init[k].ravel() for k in shapes]),
-                          tol=self.tol, max_iter=self.max_iter, what="je-irt", ftol=1e-8)
+                          tol=self.tol, max_iter=self.max_iter, what="je-irt", ftol=1e-8,
+                          verbose=self.verbose)
         w = unpack(x)
         self.adapter_ = {k: w[k] for k in ("W1", "b1", "W2", "b2")}
         E = self._adapter(w, X)[1]

@@ -80,7 +80,7 @@ def _gradient(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray, p: np.n
 
 
 def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_iter: int,
-                       what: str) -> dict[str, Any]:
+                       what: str, bar: Any = None) -> dict[str, Any]:
     """Minimise the pooled Rasch joint objective; return group parameters.
 
     Parameters
@@ -90,6 +90,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
         :func:`~.data.require_finite_jml` first).
     tol : stop when ``max |gradient per model or item| <= tol``.
     max_iter : Newton iterations before :class:`ConvergenceError`.
+    bar : optional progress bar (``update(1)`` per iteration).
 
     Returns
     -------
@@ -142,6 +143,8 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
             break
         theta, b, value, scale, p = new_theta, new_b, new_value, new_scale, new_p
         g_theta, g_b, cp, worst = new
+        if bar is not None:
+            bar.update(1)
         if max(np.max(np.abs(theta)), np.max(np.abs(b))) > _DIVERGED:
             raise ConvergenceError(
                 f"{what}: estimates diverge beyond {_DIVERGED:g} logits; the data determine "

@@ -16,8 +16,9 @@ prior on the slopes (``log a ~ N(0, 1/prec)``), its negative Hessian in ``a``,
 ``prec (1 - log a) / a^2``, is added: the SEs are those of the penalised
 (posterior-mode) objective that was maximised.
 
-The exact inverse is formed when affordable: for a common slope the full
-``(M + 1) x (M + 1)`` matrix when ``M + 1 <= FULL_LIMIT``; for free slopes, by
+The exact inverse is formed when affordable: the full ``P x P`` matrix
+(``P = 2 M`` free slopes, ``M + 1`` for a common slope) when ``P <= FULL_LIMIT``
+and it is the cheaper route; for free slopes otherwise by
 Woodbury's identity (the complete-data part is 2 x 2 per item, the missing part
 has rank at most models x nodes) while that costs at most ``WOODBURY_FLOPS``.
 Beyond that each item's own block is inverted and cross-item terms are
@@ -46,7 +47,7 @@ from scipy.special import expit, logsumexp
 
 __all__ = ["observed_information", "FULL_LIMIT", "WOODBURY_FLOPS"]
 
-FULL_LIMIT = 2000        # common slope: parameters up to which the full matrix is inverted
+FULL_LIMIT = 2000        # parameters up to which the full matrix may be inverted
 WOODBURY_FLOPS = 4e9     # free slopes: work up to which the exact inverse is formed
 
 
@@ -108,7 +109,7 @@ def _prior_curvature(a: np.ndarray, prec: float) -> np.ndarray:
 
 def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndarray,
                          mu: np.ndarray, sd: np.ndarray, *, common_slope: bool,
-                         slope_prec: float = 0.0, n_quad: int = 21) -> dict[str, Any]:
+                         slope_prec: float = 0.0, n_quad: int = 11) -> dict[str, Any]:
     """Variances of ``(a, d)`` from the observed information at an MML optimum.
 
     Parameters
@@ -129,7 +130,8 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
     O = O.astype(float)
     theta, post = _posterior(Y, O, a, d, mu, sd, n_quad)
     P = M + 1 if common_slope else 2 * M
-    full = P <= FULL_LIMIT and N * n_quad * P <= 5e7
+    full = P <= FULL_LIMIT and N * n_quad * P <= 5e7 and (
+        common_slope or P ** 3 <= (N * n_quad) ** 2 * P)
     # per node: residuals r = o (y - p) and curvatures o p (1 - p), (N, M) each
     mean_r = np.zeros((N, M))
     mean_rz = np.zeros((N, M))
@@ -145,19 +147,30 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
         c = O * p * (1 - p)
         h += np.stack([(wq * tq ** 2) @ c, (wq * tq) @ c, wq @ c])
         resid.append(r)
-    if common_slope and full:
+    if full:
         B = _centered_scores(theta, post, resid, mean_r, mean_rz, common_slope)
         info = -(B.T @ B)
-        info[0, 0] += h[0].sum()
-        info[0, 1:] += h[1]
-        info[1:, 0] += h[1]
-        info[np.arange(1, P), np.arange(1, P)] += h[2]
+        if common_slope:
+            info[0, 0] += h[0].sum()
+            info[0, 1:] += h[1]
+            info[1:, 0] += h[1]
+            info[np.arange(1, P), np.arange(1, P)] += h[2]
+        else:
+            idx = np.arange(M)
+            info[idx, idx] += h[0] + _prior_curvature(a, slope_prec)
+            info[idx, M + idx] += h[1]
+            info[M + idx, idx] += h[1]
+            info[M + idx, M + idx] += h[2]
         try:
             cov = np.linalg.inv(info)
         except LinAlgError:
             cov = np.full((P, P), np.nan)
-        return {"var_a": np.full(M, cov[0, 0]), "var_d": np.diag(cov)[1:],
-                "cov_ad": cov[0, 1:], "cov_d": cov[1:, 1:], "full": True}
+        if common_slope:
+            return {"var_a": np.full(M, cov[0, 0]), "var_d": np.diag(cov)[1:],
+                    "cov_ad": cov[0, 1:], "cov_d": cov[1:, 1:], "full": True}
+        idx = np.arange(M)
+        return {"var_a": cov[idx, idx], "var_d": cov[M + idx, M + idx],
+                "cov_ad": cov[idx, M + idx], "full": True}
     if not common_slope and (N * n_quad) ** 2 * P <= WOODBURY_FLOPS:
         B = _centered_scores(theta, post, resid, mean_r, mean_rz, common_slope)
         return _woodbury(B, h[0] + _prior_curvature(a, slope_prec), h[1], h[2])

@@ -46,6 +46,13 @@ class MarginalData:
     """Category indicators of a response matrix (codes ``0..K-1``, ``-1`` = missing)."""
 
     def __init__(self, codes: np.ndarray, n_cats: int, n_quad: int):
+        from evalcert.memory import estimate_bytes, require_memory
+
+        n, m = codes.shape
+        require_memory(estimate_bytes((n, m), copies=n_cats + 2)
+                       + estimate_bytes((m, n_quad, n_cats), copies=6),
+                       f"the marginal likelihood of {n} x {m} responses in {n_cats} categories "
+                       f"on {n_quad} nodes", "fewer items or categories")
         self.codes = codes
         self.n_cats = n_cats
         self.z, self.logw = grid(n_quad)

@@ -37,7 +37,7 @@ from scipy.sparse import csr_matrix
 from scipy.special import expit, logsumexp
 
 from evalcert.errors import ConvergenceError, InputError
-from evalcert.solvers.irt.base import softplus_sigmoid
+from evalcert.solvers.irt.base import progress_bar, softplus_sigmoid
 from evalcert.solvers.irt.louis import observed_information
 
 __all__ = ["mml_em", "QUADRATURES"]
@@ -49,7 +49,7 @@ _CHUNK = 1 << 23        # cells (items x nodes) per block of the complete-data E
 
 def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: int,
            tol: float, max_iter: int, what: str, slope_prec: float = 0.0,
-           quadrature: str = "auto") -> dict[str, Any]:
+           quadrature: str = "auto", verbose: bool = False) -> dict[str, Any]:
     """Run EM to convergence; return slopes, intercepts, posteriors and SEs.
 
     ``slope_prec > 0`` adds a ``log a ~ N(0, 1/slope_prec)`` prior on free slopes
@@ -84,7 +84,9 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     mu, sd = estep.start(a, d)
     weights = estep.weights / estep.weights.sum()
     change = np.inf
+    bar = progress_bar(verbose, max_iter, what)
     for n_iter in range(1, max_iter + 1):
+        bar.update(1)
         a_old, d_old = a, d
         s = estep(a, d, mu, sd)
         mu, sd = s["mu"], s["sd"]
@@ -109,15 +111,18 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
         d, a = d + a * m, a * np.sqrt(v)
         mu, sd = (mu - m) / np.sqrt(v), sd / np.sqrt(v)
         change = max(np.max(np.abs(d - d_old)), np.max(np.abs(a - a_old)))
+        bar.set_postfix_str(f"change {change:.2g}")
         if change < tol:
             break
     else:
+        bar.close()
         raise ConvergenceError(f"{what}: EM did not converge in {max_iter} iterations "
                                f"(last change {change:.3g}); raise max_iter or tol. EM "
                                "crawls when few models face many items (e.g. 12 x 40,000, "
                                "where the 2PL slopes are barely identified); the Rasch "
                                "model converges quickly there",
                                solver="em", status="max_iter")
+    bar.close()
     eap, psd = estep.per_model(mu), estep.per_model(sd)
     info = observed_information(Yo, O, a, d, eap, psd, common_slope=common_slope,
                                 slope_prec=0.0 if common_slope else slope_prec)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from evalcert.errors import ConvergenceError, InputError
-from evalcert.solvers.irt.base import IRTEstimator
+from evalcert.solvers.irt.base import IRTEstimator, progress_bar
 from evalcert.solvers.irt.data import (ResponseData, extreme_lines, finite_items as _finite_items,
                                        require_finite_jml)
 from evalcert.solvers.irt.esf import conditional_terms
@@ -74,6 +74,8 @@ class Rasch(IRTEstimator):
     n_chains, n_draws, n_burn, max_rhat : MCMC settings; a fit whose largest
         split R-hat exceeds ``max_rhat`` raises :class:`ConvergenceError`.
     tol, max_iter, seed : convergence tolerance, iteration budget, randomness.
+    verbose : bool
+        Show a progress bar of iterations (MCMC: sweeps) on stderr.
 
     Attributes
     ----------
@@ -89,9 +91,11 @@ class Rasch(IRTEstimator):
     def __init__(self, method: str = "jml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
                  optimizer: str = "auto", n_quad: int = 15, quadrature: str = "auto",
-                 n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000, max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0):
+                 n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000,
+                 max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0,
+                 verbose: bool = False):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
-                         tol=tol, max_iter=max_iter, seed=seed)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
         self.optimizer = optimizer
         self.n_quad = n_quad
         self.quadrature = quadrature
@@ -148,8 +152,12 @@ class Rasch(IRTEstimator):
         pooled = pool_responses(data.values, data.observed)
         if self.optimizer == "auto" and newton_flops(pooled.shape) > 2e10:
             return super()._fit_joint(data)
-        out = rasch_joint_newton(pooled, lam=lam, tol=self.tol, max_iter=self.max_iter,
-                                 what=f"rasch {self.method}")
+        bar = progress_bar(self.verbose, self.max_iter, f"rasch {self.method}")
+        try:
+            out = rasch_joint_newton(pooled, lam=lam, tol=self.tol, max_iter=self.max_iter,
+                                     what=f"rasch {self.method}", bar=bar)
+        finally:
+            bar.close()
         theta, b = out["theta"][pooled.row_group], out["b"][pooled.col_group]
         prior = 0.5 * lam * (pooled.row_size @ out["theta"] ** 2
                              + pooled.col_size @ out["b"] ** 2)
@@ -191,7 +199,9 @@ class Rasch(IRTEstimator):
         b = np.log((1 - share) / share)
         b -= (mult @ b) / mult.sum()
         best, step = -np.inf, np.zeros_like(b)
+        bar = progress_bar(self.verbose, self.max_iter, "rasch cml")
         for n_iter in range(1, self.max_iter + 1):
+            bar.update(1)
             log_gamma, pi, theta = conditional_terms(b, obs_g, scores, item_weights=mult)
             loglik = -float((mult * ones) @ b) - float(size @ log_gamma)
             if loglik < best - 1e-10 * abs(best):
@@ -207,9 +217,11 @@ class Rasch(IRTEstimator):
                 break
             b = b + step
         else:
+            bar.close()
             raise ConvergenceError(f"rasch cml: Newton did not converge in {self.max_iter} "
                                    f"iterations (last step {np.max(np.abs(step)):.3g})",
                                    solver="newton", status="max_iter")
+        bar.close()
         theta, b = theta[pooled.row_group], b[pooled.col_group]
         info_c = info[pooled.col_group]
         p = 1 / (1 + np.exp(b[None, :] - theta[:, None])) * obs
@@ -226,7 +238,7 @@ class Rasch(IRTEstimator):
         sub = data.take(slice(None), keep_c)
         em = mml_em(sub.values, sub.observed, common_slope=True, n_quad=self.n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="rasch mml",
-                    quadrature=self.quadrature)
+                    quadrature=self.quadrature, verbose=self.verbose)
         sd = float(em["a"][0])
         se_b, note = self._identified_se(em, data, keep_c)
         return {"R": sd * em["eap"][:, None], "C": -em["d"][:, None],
@@ -269,7 +281,8 @@ class Rasch(IRTEstimator):
                 raise InputError(f"{name} must be an int >= {low} (split R-hat needs at least "
                                  f"4 draws per chain), got {value!r}")
         out = sample_rasch(data.values, data.observed, lam=self.lam, n_chains=self.n_chains,
-                           n_draws=self.n_draws, n_burn=self.n_burn, seed=self.seed)
+                           n_draws=self.n_draws, n_burn=self.n_burn, seed=self.seed,
+                           verbose=self.verbose)
         draws = {"abilities": out["theta"], "difficulties": out["b"]}
         r_hat = {k: rhat(v) for k, v in draws.items()}
         worst = max(float(np.max(v)) for v in r_hat.values())

@@ -24,10 +24,9 @@ Example
 >>> import pandas as pd
 >>> long = pd.DataFrame({"model": ["a", "a", "b"], "item": ["q1", "q2", "q1"],
 ...                      "correct": [1, 0, 1]})
->>> responses_from_long(long).table
-     q1   q2
-a   1.0  0.0
-b   1.0  NaN
+>>> res = responses_from_long(long)
+>>> res.shape, res.n_missing, list(res.table.index)
+((2, 2), 1, ['a', 'b'])
 """
 
 from __future__ import annotations

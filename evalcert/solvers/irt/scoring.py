@@ -19,8 +19,8 @@ over its observed items, and
 The prior defaults to the fit's ability distribution
 (:func:`~.information.ability_prior`). Roots are found on every model at once:
 the estimating function is evaluated on a grid, the down-crossing with the
-largest criterion is kept (3PL likelihoods can have several), and bisection
-refines it to ``1e-12``.
+largest criterion is kept (3PL likelihoods can have several) and Fisher scoring,
+safeguarded by bisection, refines it to ``1e-12``.
 
 Example
 -------
@@ -51,7 +51,6 @@ __all__ = ["ScoreResult", "score_models", "score_responses", "score_abilities",
            "SCORING_METHODS"]
 
 SCORING_METHODS = ("ml", "wle", "map", "eap")
-_GRID_STEP = 0.25
 _CELLS = 1 << 22        # grid points x items evaluated per block
 
 
@@ -101,37 +100,59 @@ def _loglik_terms(theta: np.ndarray, params: ItemParameters, Y: np.ndarray, O: n
 
 
 def _criterion(method: str, theta: np.ndarray, params, Y, O, mu: float, sd: float):
-    """Estimating function and the criterion used to choose among its roots."""
+    """Estimating function, the criterion used to choose among its roots, and the
+    Fisher-scoring curvature (``I``, plus ``1/sd^2`` with a prior)."""
     l, g, info, J = _loglik_terms(theta, params, Y, O)
     if method == "ml":
-        return g, l
+        return g, l, info
     if method == "wle":
         with np.errstate(divide="ignore", invalid="ignore"):
-            return g + J / (2 * info), l + 0.5 * np.log(info)
+            return g + J / (2 * info), l + 0.5 * np.log(info), info
     prior = -0.5 * ((theta - mu) / sd) ** 2
-    return g - (theta - mu) / sd ** 2, l + prior
+    return g - (theta - mu) / sd ** 2, l + prior, info + 1 / sd ** 2
+
+
+def _grid(lo: float, hi: float) -> np.ndarray:
+    """Nodes 0.5 apart on ``[lo, hi]``, then geometrically further out (up to +-64)."""
+    far = 2.0 ** np.arange(0, 7)
+    return np.concatenate([lo - far[::-1], np.arange(lo, hi + 0.25, 0.5), hi + far])
 
 
 def _solve(method: str, params: ItemParameters, Y: np.ndarray, O: np.ndarray, mu: float,
            sd: float, lo: float, hi: float) -> np.ndarray:
-    """Root of the estimating function per model; +-inf when it keeps one sign (ML)."""
+    """Root of the estimating function per model; +-inf when it keeps one sign (ML).
+
+    The down-crossing (+ to -) with the largest criterion is bracketed on a grid,
+    then refined by Fisher scoring steps, bisecting whenever a step leaves the bracket.
+    """
     n = Y.shape[0]
-    grid = np.arange(lo, hi + _GRID_STEP / 2, _GRID_STEP)
+    grid = _grid(lo, hi)
     G = np.empty((grid.size, n))
     F = np.empty((grid.size, n))
     for k, t in enumerate(grid):
-        G[k], F[k] = _criterion(method, np.full(n, t), params, Y, O, mu, sd)
+        G[k], F[k], _ = _criterion(method, np.full(n, t), params, Y, O, mu, sd)
     down = (G[:-1] > 0) & (G[1:] <= 0)
     score = np.where(down, np.maximum(F[:-1], F[1:]), -np.inf)
     cell = np.argmax(score, axis=0)
     found = down[cell, np.arange(n)]
     left, right = grid[cell].copy(), grid[cell + 1].copy()
-    for _ in range(60):
-        mid = 0.5 * (left + right)
-        g, _ = _criterion(method, mid, params, Y, O, mu, sd)
-        pos = g > 0
-        left, right = np.where(pos, mid, left), np.where(pos, right, mid)
     theta = 0.5 * (left + right)
+    active = found.copy()
+    for _ in range(200):
+        if not active.any():
+            break
+        g, _, curv = _criterion(method, theta[active], params, Y[active], O[active], mu, sd)
+        pos = g > 0
+        lft, rgt = np.where(pos, theta[active], left[active]), np.where(pos, right[active],
+                                                                        theta[active])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = theta[active] + g / curv
+        inside = np.isfinite(step) & (step > lft) & (step < rgt)
+        new = np.where(inside, step, 0.5 * (lft + rgt))
+        done = (np.abs(new - theta[active]) <= 1e-12 * (1 + np.abs(new))) | (rgt - lft <= 1e-12)
+        idx = np.flatnonzero(active)
+        theta[idx], left[idx], right[idx] = new, lft, rgt
+        active[idx[done]] = False
     # no down-crossing: the estimating function keeps one sign on the grid
     return np.where(found, theta, np.where(G[0] > 0, np.inf, -np.inf))
 
@@ -153,9 +174,8 @@ def score_abilities(params: ItemParameters, Y: np.ndarray, observed: np.ndarray,
     Y, O = Y[:, params.usable], observed[:, params.usable].astype(float)
     if p.a.size == 0:
         raise InputError("no usable item parameters to score against")
-    span = np.abs(np.clip(p.b, -20, 20))
-    lo = min(-span.max(), mu - 8 * sd) - 10.0
-    hi = max(span.max(), mu + 8 * sd) + 10.0
+    b = np.clip(p.b, -20, 20)
+    lo, hi = min(b.min(), mu - 6 * sd) - 6.0, max(b.max(), mu + 6 * sd) + 6.0
     theta = _solve("map" if method == "eap" else method, p, Y, O, mu, sd, lo, hi)
     _, _, info, _ = _loglik_terms(np.nan_to_num(theta, posinf=hi, neginf=lo), p, Y, O)
     if method in ("ml", "wle"):

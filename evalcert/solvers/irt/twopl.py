@@ -71,6 +71,7 @@ class TwoPL(IRTEstimator):
     quadrature : {"auto", "adaptive", "grid"}
         E-step of ``mml``; see :class:`~.rasch.Rasch` and :mod:`~.mml`.
     tol, max_iter, seed : tolerance, iteration budget, randomness.
+    verbose : show a progress bar of iterations on stderr.
 
     Attributes
     ----------
@@ -85,10 +86,10 @@ class TwoPL(IRTEstimator):
     def __init__(self, method: str = "mml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
                  n_quad: int = 15, quadrature: str = "auto", slope_prior: float = 4.0,
-                 tol: float = 1e-6,
-                 max_iter: int = 2000, seed: int = 0):
+                 tol: float = 1e-6, max_iter: int = 2000, seed: int = 0,
+                 verbose: bool = False):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
-                         tol=tol, max_iter=max_iter, seed=seed)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
         self.n_quad = n_quad
         self.quadrature = quadrature
         self.slope_prior = slope_prior
@@ -166,7 +167,8 @@ class TwoPL(IRTEstimator):
         sub = data.take(slice(None), keep_c)
         em = mml_em(sub.values, sub.observed, common_slope=False, n_quad=self.n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="2pl mml",
-                    slope_prec=self.slope_prior, quadrature=self.quadrature)
+                    slope_prec=self.slope_prior, quadrature=self.quadrature,
+                    verbose=self.verbose)
         a, d = em["a"], em["d"]
         notes = [] if em["se_full"] else ["item SEs from each item's own block of the "
                                           "observed information (cross-item terms ignored)"]

@@ -99,3 +99,40 @@ def test_newton_matches_lbfgs_under_other_openblas_kernels(coretype):
     for method, (n_iter, diff_b, diff_t) in out.items():
         assert n_iter < 15, method
         assert diff_b < 1e-4 and diff_t < 1e-4, method
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Rasch(method="jml"), lambda: Rasch(method="cml"), lambda: Rasch(method="mml"),
+    lambda: Rasch(method="map", optimizer="lbfgs"),
+    lambda: Rasch(method="mcmc", n_draws=20, n_burn=20, max_rhat=10)])
+def test_verbose_fits_show_a_progress_bar_on_stderr(make, capsys):
+    Y, *_ = simulate(60, 12, seed=5)
+    est = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quiet = est.fit(Y).difficulties_.copy()
+        assert capsys.readouterr().err == ""
+        est.verbose = True
+        loud = est.fit(Y).difficulties_
+    assert "it" in capsys.readouterr().err                  # tqdm's "<n>it" counter
+    assert np.array_equal(quiet, loud)                      # the bar changes nothing
+
+
+def test_every_estimator_takes_max_iter_tol_and_verbose():
+    import inspect
+
+    from evalcert.solvers.irt import JEIRT, BetaIRT, LogisticFactor, TwoPL
+    for cls in (Rasch, TwoPL, LogisticFactor, BetaIRT, JEIRT):
+        params = inspect.signature(cls.__init__).parameters
+        for name in ("max_iter", "tol", "verbose"):
+            assert name in params, (cls.__name__, name)
+        assert params["verbose"].default is False
+
+
+def test_importing_the_irt_package_does_not_load_cvxpy_or_diagnostics():
+    code = ("import sys, evalcert.solvers.irt; print(sorted(m for m in ('cvxpy', "
+            "'evalcert.diagnostics', 'matplotlib', 'pulp') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"

@@ -92,3 +92,29 @@ def test_beta_irt_refuses_binary_data_up_front():
     with pytest.raises(InputError, match="0 or 1"):
         BetaIRT().fit(Y)
     assert time.perf_counter() - start < 5      # refused before any solve (old: minutes)
+
+
+def test_score_matrix_and_dataframe_inputs_fit_like_the_array():
+    import pandas as pd
+
+    from evalcert.data import ScoreMatrix
+    rng = np.random.default_rng(0)
+    Y = (rng.random((30, 10)) < 0.5).astype(float)
+    Y[rng.random(Y.shape) < 0.2] = np.nan
+    agents, items = [f"m{i}" for i in range(30)], [f"q{j}" for j in range(10)]
+    S = ScoreMatrix.from_cells(*np.nonzero(~np.isnan(Y)), Y[~np.isnan(Y)], agents, items,
+                               bounds=(0, 1))
+    reference = Rasch(method="cml").fit(Y)
+    for data in (S, pd.DataFrame(Y, index=agents, columns=items)):
+        est = Rasch(method="cml").fit(data)
+        assert np.allclose(est.difficulties_, reference.difficulties_, equal_nan=True)
+        assert est.result_.model_names == tuple(agents)
+        assert est.result_.item_names == tuple(items)
+
+
+def test_a_matrix_too_large_for_memory_is_refused_before_any_work(monkeypatch):
+    from evalcert import memory
+    monkeypatch.setattr(memory, "memory_available", lambda: 10 ** 6)    # 1 MB
+    Y = (np.random.default_rng(0).random((200, 200)) < 0.5).astype(float)
+    with pytest.raises(InputError, match="dense 200 x 200"):
+        Rasch().fit(Y)
