@@ -136,6 +136,10 @@ def test_read_only_folder_is_refused(scores_csv, tmp_path, capsys, monkeypatch):
     (["experiment", "sparse-recovery", "--scores", "{csv}", "--holdout", "1"], "--holdout"),
     (["experiment", "sparse-recovery", "--scores", "{csv}", "--scheduler", "tcp://x:1"],
      "--backend dask"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--regime", "row", "--alpha", "0.3",
+      "--C", "1.6"], "--C does nothing"),
+    (["experiment", "sparse-recovery", "--scores", "{csv}", "--C", "1.6", "--domain", "x"],
+     "--labels"),
     (["fit", "{csv}", "--lam", "inf"], "--lam"),
     (["fit", "{csv}", "--lam", "-1"], "--lam"),
 ])

@@ -32,7 +32,7 @@ FILE_VERBS = {
     "gini": (["gini"], []),
     "curl": (["curl"], ["--rectangles", "200"]),
     "experiment": (["experiment", "sparse-recovery", "--scores"],
-                   ["--seeds", "2", "--n-jobs", "1", "--no-progress"]),
+                   ["--C", "1.6", "--seeds", "2", "--n-jobs", "1", "--no-progress"]),
     "audit": (["audit"], []),
     "irt-fit": (["irt", "fit"], []),
     "irt-holdout": (["irt", "holdout"], []),

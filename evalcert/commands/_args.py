@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["positive_int", "nonnegative_int", "int_range", "float_range", "finite_float", "positive_float",
-           "nonnegative_float", "probability", "open_probability", "fraction",
+__all__ = ["positive_int", "nonnegative_int", "int_range", "float_range", "finite_float",
+           "positive_float", "nonnegative_float", "probability", "open_probability", "fraction",
            "OUTPUT_FLAGS_HELP", "PLOT_SUFFIXES"]
 
 #: the ``--force`` help text every verb that writes files uses
@@ -80,20 +80,22 @@ def int_range(low: int, high: int):
     return parse
 
 
-def float_range(low: float, high: float):
-    """A ``type=`` function for finite numbers in ``[low, high]``.
+def float_range(low: float, high: float, *, low_open: bool = False):
+    """A ``type=`` function for finite numbers in ``[low, high]`` (``(low, high]`` with
+    ``low_open``): the upper end keeps derived sizes finite.
 
-    >>> float_range(0, 1e100)("1e-6")
-    1e-06
+    >>> float_range(0, 1e100)("1e-6"), float_range(0, 1e6, low_open=True)("1.6")
+    (1e-06, 1.6)
     """
+    span = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+
     def parse(text: str) -> float:
-        value = _float(text, f"a number in [{low:g}, {high:g}]")
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be a number in [{low:g}, {high:g}], got "
-                                             f"{text!r}")
+        value = _float(text, f"a number in {span}")
+        if not (low < value if low_open else low <= value) or value > high:
+            raise argparse.ArgumentTypeError(f"must be a number in {span}, got {text!r}")
         return value
 
-    parse.__name__ = f"number in [{low:g}, {high:g}]"
+    parse.__name__ = f"number in {span}"
     return parse
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evalcert.commands._args import int_range, nonnegative_int
+
 __all__ = ["register", "run"]
 
 
@@ -67,9 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(Dawid-Skene), mv (majority vote), e.g. ds,mv (crowd-kit)")
     parser.add_argument("--agreement", action="store_true",
                         help="Fleiss'/Cohen's kappa (statsmodels), Krippendorff's alpha")
-    parser.add_argument("--bootstrap", type=int, default=0, metavar="B",
+    parser.add_argument("--bootstrap", type=int_range(0, 100_000), default=0, metavar="B",
                         help="item bootstrap of T_1 with B resamples (a population statement)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0,
+                        help="bootstrap seed (default 0)")
     parser.add_argument("--lower", default=None,
                         help="QC bounds: least items of each label in the key, e.g. 2,2,0")
     parser.add_argument("--upper", default=None,

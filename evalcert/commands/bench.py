@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, nonnegative_float, positive_float,
-                                     positive_int)
+from evalcert.commands._args import OUTPUT_FLAGS_HELP, int_range, nonnegative_float, positive_float
 
 # Names only, so that building the parser imports no solver: tests/test_startup.py checks
 # them against evalcert.benchmarking.FAMILIES and PROFILES.
@@ -46,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "3 with --quick)")
     parser.add_argument("--shift", type=nonnegative_float, default=0.01,
                         help="shift of the geometric mean in seconds (default 0.01)")
-    parser.add_argument("--jobs", type=positive_int, default=None,
+    parser.add_argument("--jobs", type=int_range(1, 256), default=None,
                         help="parallel workers (default: all cores; 1 = in this process)")
     parser.add_argument("--joblib-backend", choices=("processes", "loky", "dask", "ray"),
                         default="processes",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, fraction, int_range,
-                                     nonnegative_int, open_probability, positive_float,
+from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, float_range, fraction,
+                                     int_range, nonnegative_int, open_probability,
                                      positive_int)
 from evalcert.errors import InputError
 
@@ -22,6 +22,9 @@ __all__ = ["register", "run_curl", "run_sparse_recovery"]
 REGIMES = ("row", "column", "hybrid", "nlogn")
 HOLDOUT_SCHEMES = ("entrywise", "row", "column", "L")
 BACKENDS = ("loky", "dask", "ray")
+#: the parameters each sampling regime uses (evalcert.diagnostics.sampling.sample_training)
+REGIME_PARAMS = {"row": ("alpha",), "column": ("beta",), "hybrid": ("alpha", "beta"),
+                 "nlogn": ("C",)}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Spearman, Kendall and ranking AUC (paper 000, Sec. 5-6).")
     sparse.add_argument("--scores", required=True, help="wide CSV/Parquet score matrix")
     sparse.add_argument("--regime", choices=REGIMES, default="nlogn")
-    sparse.add_argument("--C", type=positive_float, default=None, help="n log n constant")
+    sparse.add_argument("--C", type=float_range(0, 1e6, low_open=True), default=None,
+                        help="n log n constant, in (0, 1e6]")
     sparse.add_argument("--alpha", type=fraction, default=None, help="row fraction")
     sparse.add_argument("--beta", type=fraction, default=None, help="column fraction")
     sparse.add_argument("--seeds", type=int_range(1, 100_000), default=50,
@@ -113,6 +117,14 @@ def run_sparse_recovery(args: argparse.Namespace) -> int:
     if args.scheduler is not None and args.backend != "dask":
         raise InputError("--scheduler is a dask scheduler address: add --backend dask or drop "
                          "--scheduler")
+    unused = [f"--{p}" for p in ("C", "alpha", "beta")
+              if getattr(args, p) is not None and p not in REGIME_PARAMS[args.regime]]
+    if unused:
+        needs = " and ".join(f"--{p}" for p in REGIME_PARAMS[args.regime])
+        raise InputError(f"{', '.join(unused)} does nothing with --regime {args.regime} "
+                         f"(it takes {needs}): drop it or choose another regime")
+    if args.domain is not None and args.labels is None:
+        raise InputError("--domain selects rows of --labels: add --labels FILE or drop --domain")
     check_outputs({"--json": args.json}, inputs=[args.scores, args.labels], force=args.force)
     S = read_scores(args.scores)
     partition = None

@@ -44,7 +44,6 @@ def run(args: argparse.Namespace) -> int:
     """Run the projection and print the result's summary."""
     from evalcert.data import read_scores
     from evalcert.outputs import check_outputs
-    from evalcert.solvers.gini_projection import gini_projection
 
     if args.lam is not None and not args.penalised:
         raise InputError("--lam is the ridge weight of the penalised form only: add "
@@ -54,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
                          "QP): drop --method or --penalised")
     check_outputs({"--json": args.json}, inputs=[args.path], force=args.force)
     S = read_scores(args.path, format=args.format)
+    from evalcert.solvers.gini_projection import gini_projection  # CVXPY: after the checks
+
     result = gini_projection(S, args.method or "additive", penalised=args.penalised,
                              lam=DEFAULT_LAM if args.lam is None else args.lam,
                              solver=args.solver)

@@ -108,6 +108,13 @@ class DCoreResult(ResultMixin):
     mask : ndarray of bool
         The returned design: K x J (:func:`enforce_dcore`) or over the given cells
         (:func:`enforce_dcore_cells`); not in ``to_dict``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = enforce_dcore(np.eye(4, dtype=bool), d=2, pool=np.ones((4, 4), bool), seed=0)
+    >>> out.n_cells_before, out.n_cells_after >= 8, out.min_row_degree >= 2
+    (4, True, True)
     """
 
     d: int

@@ -238,9 +238,9 @@ def score_grid(values: np.ndarray, max_denominator: int = 1000, tol: float = 1e-
     """
     v = np.asarray(values, dtype=float)
     v = v[~np.isnan(v)]
+    head = v[:10_000]                    # screen each q on a slice, confirm on all scores
     for q in range(1, max_denominator + 1):
-        scaled = v * q
-        if np.all(np.abs(scaled - np.round(scaled)) <= tol):
+        if all(np.all(np.abs(x * q - np.round(x * q)) <= tol) for x in (head, v)):
             return q
     return None
 

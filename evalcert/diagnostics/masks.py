@@ -41,8 +41,7 @@ CELL_SCHEMES = ("entrywise", "row", "column", "L")
 Seed = int | np.random.Generator | None
 
 
-def _check(shape: tuple[int, int], observed: np.ndarray | None,
-           **fractions: float) -> np.ndarray:
+def _check_args(shape: tuple[int, int], **fractions: float) -> None:
     if (not isinstance(shape, tuple) or len(shape) != 2
             or not all(isinstance(s, (int, np.integer)) and s > 0 for s in shape)):
         raise InputError(f"shape must be a tuple (n_models, n_items) of positive ints, got "
@@ -50,6 +49,11 @@ def _check(shape: tuple[int, int], observed: np.ndarray | None,
     for name, value in fractions.items():
         if not 0.0 < float(value) < 1.0:
             raise InputError(f"{name} must lie strictly between 0 and 1, got {value!r}")
+
+
+def _check(shape: tuple[int, int], observed: np.ndarray | None,
+           **fractions: float) -> np.ndarray:
+    _check_args(shape, **fractions)
     if observed is None:
         return np.ones(shape, dtype=bool)
     observed = np.asarray(observed)
@@ -168,12 +172,12 @@ def holdout_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], sc
     ...                     entrywise_mask((4, 5), 0.25, seed=0).ravel()))
     True
     """
-    _check(tuple(int(s) for s in shape), None, frac=frac)
+    _check_args(tuple(int(s) for s in shape), frac=frac)       # never allocates K x J
     rng = np.random.default_rng(seed)
     if scheme == "entrywise":
         return rng.random(len(rows)) < frac
     if scheme in ("row", "column"):
-        _check(tuple(int(s) for s in shape), None, exposure=exposure)
+        _check_args(tuple(int(s) for s in shape), exposure=exposure)
         lines, other = (rows, cols) if scheme == "row" else (cols, rows)
         order = np.lexsort((other, lines))
         return _lines_holdout(lines, order, shape[0 if scheme == "row" else 1], frac, exposure,

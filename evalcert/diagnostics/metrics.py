@@ -38,6 +38,18 @@ def holdout_rmse(predictions: np.ndarray, S: ScoreMatrix, holdout: np.ndarray) -
     ``holdout`` is a K x J mask or a boolean vector over ``S.cells()``;
     ``predictions`` a K x J array or one prediction per observed cell (order of
     ``S.cells()``), so large designs never need a K x J array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ClippedLinear, ScoreMatrix
+    >>> rng = np.random.default_rng(0)
+    >>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 8), rng.normal(0, .3, 20))
+    ...                            + rng.normal(0, .05, (8, 20)), -1, 1))
+    >>> hold = np.random.default_rng(1).random(S.shape) < 0.2
+    >>> model = ClippedLinear(lam=1e-6).fit(ScoreMatrix.from_array(np.where(hold, np.nan, S.values)))
+    >>> bool(holdout_rmse(model.predict(), S, hold) < 0.1)  # noise sd 0.05
+    True
     """
     cells = S.cell_mask(holdout)
     if not cells.any():
@@ -78,6 +90,14 @@ def read_agent_labels(path: str | Path, agents: Sequence[str],
     ``domain`` column, when present, selects the rows of ``domain``; without
     ``domain`` the one whose agent names equal ``agents`` is used (as in
     ``derived/agent_labels.csv``).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "labels.csv"
+    >>> _ = path.write_text("agent,good_faith\\nagent_0,1\\nagent_1,0\\nreference,\\n")
+    >>> read_agent_labels(path, ["agent_0", "agent_1", "agent_2"])
+    {'agent_0': True, 'agent_1': False}
     """
     frame = pd.read_csv(path)
     missing = {"agent", "good_faith"} - set(frame.columns)
@@ -126,6 +146,19 @@ class FidelityMetrics(ResultMixin):
         Training and scored held-out cells.
     coverage : float
         ``n_train / (K J)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ClippedLinear, ScoreMatrix
+    >>> rng = np.random.default_rng(0)
+    >>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 8), rng.normal(0, .3, 20))
+    ...                            + rng.normal(0, .05, (8, 20)), -1, 1))
+    >>> hold = np.random.default_rng(1).random(S.shape) < 0.2
+    >>> model = ClippedLinear(lam=1e-6).fit(ScoreMatrix.from_array(np.where(hold, np.nan, S.values)))
+    >>> metrics = fidelity(model.predict(), model.theta_, S, ~hold, hold)
+    >>> sorted(metrics.to_dict())[:4]
+    ['auc', 'coverage', 'kendall', 'n_holdout']
     """
 
     rmse: float
@@ -166,6 +199,19 @@ def fidelity(predictions: np.ndarray, theta: np.ndarray, S: ScoreMatrix, train: 
         Abilities of the dense fit, for Spearman and Kendall.
     partition : ndarray, shape (K,), optional
         1.0 good, 0.0 problematic, NaN unlabelled (:func:`partition_vector`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ClippedLinear, ScoreMatrix
+    >>> rng = np.random.default_rng(0)
+    >>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 8), rng.normal(0, .3, 20))
+    ...                            + rng.normal(0, .05, (8, 20)), -1, 1))
+    >>> hold = np.random.default_rng(1).random(S.shape) < 0.2
+    >>> model = ClippedLinear(lam=1e-6).fit(ScoreMatrix.from_array(np.where(hold, np.nan, S.values)))
+    >>> m = fidelity(model.predict(), model.theta_, S, ~hold, hold)
+    >>> m.n_train + m.n_holdout == S.n_observed, bool(m.rmse < 0.1)
+    (True, True)
     """
     rmse = holdout_rmse(predictions, S, holdout)
     rho = tau = auc = None

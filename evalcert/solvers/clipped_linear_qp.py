@@ -105,10 +105,13 @@ class Design:
     def column_major(self) -> np.ndarray:
         """Permutation listing the cells column by column (rows ascending)."""
         n = self.n_cells
-        perm = sp.csr_matrix((np.arange(1, n + 1, dtype=float), self.cols,
-                              np.r_[0, np.cumsum(np.bincount(self.rows, minlength=self.K))]),
+        itype = np.int32 if n < 2 ** 31 - 1 and max(self.K, self.J) < 2 ** 31 - 1 else np.int64
+        indptr = np.r_[0, np.cumsum(np.bincount(self.rows, minlength=self.K))].astype(itype)
+        # csr -> csc (a counting sort in C) carries the cell numbers as data;
+        # explicit zeros are kept, so cell 0 is not lost
+        perm = sp.csr_matrix((np.arange(n, dtype=itype), self.cols.astype(itype), indptr),
                              shape=(self.K, self.J)).tocsc()
-        return (perm.data - 1).astype(np.int64)
+        return perm.data.astype(np.int64)
 
 
 def row_major_order(K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:

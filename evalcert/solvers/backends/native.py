@@ -227,8 +227,18 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     C = C.multiply(free[None, :]).tocsr()
     d = rhs_bounds[general] - C_x @ off
 
+    groups = [(g, k[h == g]) for g in hubs]
+
     def up(v: np.ndarray) -> np.ndarray:          # Z' v on the free coordinates
-        return np.bincount(rep, weights=v, minlength=n) * free
+        out = v * free
+        for g, members in groups:
+            out[g] += v[members].sum()
+        return out
+
+    def expand(v: np.ndarray) -> np.ndarray:      # Z v
+        out = v.copy()
+        out[k] = v[h]
+        return out
 
     CMC = (C.multiply(minv[None, :]) @ C.T).toarray()
     if len(general) and np.linalg.matrix_rank(CMC) < len(general):
@@ -243,17 +253,18 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     q_u = up(qp.q + P @ off)
 
     def grad(zz: np.ndarray) -> np.ndarray:
-        return up(P @ zz[rep]) + q_u
+        return up(P @ expand(zz)) + q_u
 
     r = grad(z)
     target = rtol * max(1.0, float(np.abs(q_u).max()), float(np.abs(r - q_u).max()))
     y_g = lsq(r)
-    w = minv * (r + C.T @ y_g)
+    projected = r + C.T @ y_g
+    w = minv * projected
     p = -w
     rho = float(r @ w)
     best, since_best = np.inf, 0
     for it in range(1, 10 * n + 100):
-        res = float(np.abs(r + C.T @ y_g).max())
+        res = float(np.abs(projected).max())
         if progress is not None:
             progress.update(1)
             progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
@@ -265,7 +276,7 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
             since_best += 1
         if time.perf_counter() > deadline:
             raise _TimeUp
-        Hp = up(P @ p[rep])
+        Hp = up(P @ expand(p))
         curv = float(p @ Hp)
         if curv <= 0:
             break
@@ -273,11 +284,12 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
         z += alpha * p
         r = grad(z) if it % 50 == 0 else r + alpha * Hp   # refresh against drift
         y_g = lsq(r)
-        w = minv * (r + C.T @ y_g)
+        projected = r + C.T @ y_g
+        w = minv * projected
         rho_new = float(r @ w)
         p = -w + (rho_new / rho) * p
         rho = rho_new
-    x_new = z[rep] + off
+    x_new = expand(z) + off
     g_x = P @ x_new + qp.q + C_x.T @ y_g
     y = np.zeros(m)
     y[general] = y_g

@@ -113,8 +113,8 @@ def validate_responses(Y: Any, mask: Any = None, *,
     Examples
     --------
     >>> data = validate_responses(np.array([[1, 0, np.nan], [0, 1, 1.0]]))  # NaN = missing
-    >>> data.shape, data.observed.sum(), data.model_names
-    ((2, 3), np.int64(5), ('model_0', 'model_1'))
+    >>> data.shape, int(data.observed.sum())
+    ((2, 3), 5)
     """
     model_labels = item_labels = None
     if hasattr(Y, "cells") and hasattr(Y, "agents") and hasattr(Y, "items"):

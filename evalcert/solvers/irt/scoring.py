@@ -131,7 +131,7 @@ def _solve(method: str, params: ItemParameters, Y: np.ndarray, O: np.ndarray, mu
     F = np.empty((grid.size, n))
     for k, t in enumerate(grid):
         G[k], F[k], _ = _criterion(method, np.full(n, t), params, Y, O, mu, sd)
-    down = (G[:-1] > 0) & (G[1:] <= 0)
+    down = (G[:-1] > 0) & (G[1:] < 0)        # strict: g underflows to 0 far out
     score = np.where(down, np.maximum(F[:-1], F[1:]), -np.inf)
     cell = np.argmax(score, axis=0)
     found = down[cell, np.arange(n)]

@@ -178,6 +178,42 @@ def test_complete_data_mml_estep_matches_adaptive_gauss_hermite(cls, slopes):
         assert fits[q].loglik_ == pytest.approx(fits["adaptive"].loglik_, rel=1e-10)
 
 
+def _dense_adaptive_estep(Y, O, a, d, mu, sd, n_quad):
+    """Reference: the per-model adaptive E-step on dense arrays (every cell, masked)."""
+    from numpy.polynomial.hermite_e import hermegauss
+    from scipy.special import expit, logsumexp
+    z, w = hermegauss(n_quad)
+    theta = mu[:, None] + sd[:, None] * z[None, :]
+    log_joint = (np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(sd)[:, None] - 0.5 * theta ** 2)
+    P = expit(theta[:, :, None] * a + d)                                  # (N, Q, M)
+    log_joint += np.einsum("nm,nqm->nq", O, Y[:, None, :] * np.log(P)
+                           + (1 - Y[:, None, :]) * np.log1p(-P))
+    ll = logsumexp(log_joint, axis=1)
+    post = np.exp(log_joint - ll[:, None])
+    resid = O[:, None, :] * (Y[:, None, :] - P)
+    H = O[:, None, :] * P * (1 - P)
+    return {"mu": (post * theta).sum(1), "g0": np.einsum("nq,nqm->m", post, resid),
+            "g1": np.einsum("nq,nqm->m", post * theta, resid),
+            "h0": np.einsum("nq,nqm->m", post, H), "h1": np.einsum("nq,nqm->m", post * theta, H),
+            "h2": np.einsum("nq,nqm->m", post * theta ** 2, H),
+            "loglik": float(ll.sum())}
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.5, 0.9])
+def test_cell_based_adaptive_estep_matches_dense_reference(missing):
+    rng = np.random.default_rng(31)
+    Y, *_ = simulate(40, 25, seed=31, slopes=True)
+    O = (rng.random(Y.shape) >= missing).astype(float)
+    O[np.arange(40), rng.integers(0, 25, 40)] = 1            # every model answers something
+    a, d = rng.lognormal(0, 0.3, 25), rng.normal(size=25)
+    mu, sd = rng.normal(size=40), rng.uniform(0.2, 0.8, 40)
+    out = mml_module._AdaptiveEStep(Y * O, O, 11)(a, d, mu, sd)
+    ref = _dense_adaptive_estep(Y, O, a, d, mu, sd, 11)
+    for key in ("mu", "g0", "g1", "h0", "h1", "h2"):
+        assert np.allclose(out[key], ref[key], rtol=1e-10, atol=1e-10), key
+    assert out["loglik"] == pytest.approx(ref["loglik"], rel=1e-12)
+
+
 def test_shared_grid_repairs_bad_posterior_guesses(monkeypatch):
     # few models and many items: posteriors are narrow, so a grid placed from a
     # wrong (mu, sd) guess misses them; the E-step must notice and repair
