@@ -58,6 +58,7 @@ _PUBLIC = {
     "LogisticFactor": "evalcert.solvers.irt",
     "BetaIRT": "evalcert.solvers.irt",
     "JEIRT": "evalcert.solvers.irt",
+    "ThreePL": "evalcert.solvers.irt",
     "IRTResult": "evalcert.solvers.irt",
     "fit_irt": "evalcert.solvers.irt",
     # judge audits (logic of unsupervised evaluation)

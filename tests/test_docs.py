@@ -126,3 +126,20 @@ def test_every_documented_command_line_parses():
             build_parser().parse_args(shlex.split(args))
         except SystemExit as exit_:
             assert exit_.code == 0, f"{name}: 'evalcert {args}' does not parse"
+
+
+def test_cli_reference_expands_help_like_argparse(monkeypatch):
+    """%(default)s, %(choices)s and %% in help strings read as ``--help`` shows them."""
+    import argparse
+
+    pytest.importorskip("sphinx")
+    monkeypatch.syspath_prepend(str(DOCS / "_ext"))
+    from cli_reference import _argument_row
+
+    parser = argparse.ArgumentParser()
+    lam = parser.add_argument("--lam", type=float, default=1e-6,
+                              help="ridge weight (default %(default)s; 100%% sure)")
+    order = parser.add_argument("--m", choices=["1", "2"], default="1",
+                                help="order, one of %(choices)s")
+    assert "ridge weight (default 1e-06; 100% sure)" in _argument_row(lam).astext()
+    assert "order, one of 1, 2 (choices: 1, 2; default: 1)" in _argument_row(order).astext()

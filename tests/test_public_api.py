@@ -18,9 +18,11 @@ PACKAGES = ("evalcert.solvers", "evalcert.solvers.irt", "evalcert.solvers.backen
 HEAVY = ("cvxpy", "pulp", "scipy.optimize", "matplotlib", "pandas")
 #: Modules whose every public function and class has a docstring example (run by
 #: ``--doctest-modules``); the rest of the package is listed in the docs report.
-EXAMPLED = ("evalcert.logic", "evalcert.results", "evalcert.data", "evalcert.tables",
-            "evalcert.outputs", "evalcert.datasets.demo", "evalcert.datasets.mtbench",
-            "evalcert.plots.alarms", "evalcert.plots.profiles")
+EXAMPLED = ("evalcert.logic", "evalcert.diagnostics", "evalcert.solvers.certificates",
+            "evalcert.solvers.clipped_linear", "evalcert.results", "evalcert.data",
+            "evalcert.tables", "evalcert.outputs", "evalcert.datasets.demo",
+            "evalcert.datasets.mtbench", "evalcert.plots.alarms", "evalcert.plots.curl",
+            "evalcert.plots.coverage")
 
 
 def test_import_evalcert_stays_light():
@@ -71,13 +73,13 @@ def test_every_public_object_has_an_example(module):
 
 
 def test_estimator_families_from_one_place():
-    from evalcert import (BetaIRT, ClippedLinear, JEIRT, LogisticFactor, Rasch, TwoPL,
-                          alarm, alarm_m2, gini_projection)
+    from evalcert import (BetaIRT, ClippedLinear, JEIRT, LogisticFactor, Rasch, ThreePL,
+                          TwoPL, alarm, alarm_m2, gini_projection)
     from evalcert.logic import alarm as logic_alarm
     from evalcert.solvers.irt import Rasch as irt_rasch
 
     assert Rasch is irt_rasch and alarm is logic_alarm
-    for cls in (Rasch, TwoPL, LogisticFactor, BetaIRT, JEIRT, ClippedLinear):
+    for cls in (Rasch, TwoPL, ThreePL, LogisticFactor, BetaIRT, JEIRT, ClippedLinear):
         assert hasattr(cls, "fit"), cls
     assert all(callable(f) and not inspect.ismodule(f) for f in (alarm, alarm_m2,
                                                                  gini_projection))

@@ -38,7 +38,11 @@ def _argument_row(action: argparse.Action) -> nodes.row:
         details.append(f"default: {action.default}")
     if action.required and action.option_strings:
         details.append("required")
-    text = (action.help or "").replace("%(default)s", str(action.default))
+    # argparse expands %(default)s, %(choices)s, ... and %% in help strings the same way
+    params = {k: v for k, v in vars(action).items() if v is not argparse.SUPPRESS}
+    if params.get("choices") is not None:
+        params["choices"] = ", ".join(map(str, params["choices"]))
+    text = (action.help or "") % params if action.help else ""
     if details:
         text = f"{text} ({'; '.join(details)})" if text else f"({'; '.join(details)})"
     row = nodes.row()

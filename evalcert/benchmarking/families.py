@@ -67,7 +67,7 @@ from evalcert.solvers.clipped_linear_qp import Design, build_qp
 
 __all__ = ["QPProblem", "StandardQP", "IlpProblem", "FAMILIES", "REAL_MATRICES", "synthetic_scores",
            "clipped_linear_family", "real_family", "bootstrap_family", "gini_hard_family",
-           "ilp_family", "sparse_family", "real_family_note",
+           "ilp_family", "sparse_family", "real_family_note", "box_radius",
            "make_problems", "default_data_dir"]
 
 FAMILIES = ("clipped-linear", "real", "bootstrap", "gini-hard", "sparse", "ilp-m1", "ilp-m2")
@@ -120,8 +120,10 @@ class QPProblem:
         return list(self.weights)
 
     def qp(self, weights: np.ndarray, design: Design | None = None) -> QP:
-        """The standard-form QP of one solve of the batch."""
-        return build_qp(design or self.design(), self.scores(), weights, self.lam, self.box)
+        """The standard-form QP of one solve of the batch, with the radius
+        (:func:`box_radius`) that makes its certificates' suboptimality bound rigorous."""
+        qp = build_qp(design or self.design(), self.scores(), weights, self.lam, self.box)
+        return dataclasses.replace(qp, x_bound=box_radius(*self.values.shape, self.box))
 
     @property
     def size(self) -> str:
@@ -196,6 +198,23 @@ class IlpProblem:
     def size(self) -> str:
         return (f"{len(self.decisions.items)} items, {len(self.decisions.graders)} graders, "
                 f"{len(self.decisions.labels)} labels")
+
+
+def box_radius(K: int, J: int, box: str) -> float | None:
+    """A radius ``R`` with ``||x*||_inf <= R`` for some optimum of Eq. 7 on a connected
+    K x J design with the box ``|theta_i - b_j| <= 1`` (``QP.x_bound``).
+
+    ``box="all"``: averaging ``theta_i - b_j`` over ``j`` with ``sum b = 0`` gives
+    ``|theta_i| <= 1``, hence ``|b_j| <= 2``, and the auxiliaries may sit at
+    ``max theta`` and ``min theta``: ``R = 2``. ``box="observed"``: two items are
+    joined by a path of at most ``2 min(K, J)`` observed cells, each moving
+    ``theta - b`` by at most 1, so ``|b_j| <= 2 min(K, J)`` and ``R = 2 min(K, J) + 1``.
+    ``box="none"``: no radius from the constraints (``None``).
+
+    >>> box_radius(3, 5, "all"), box_radius(3, 5, "observed"), box_radius(3, 5, "none")
+    (2.0, 7.0, None)
+    """
+    return {"all": 2.0, "observed": 2.0 * min(K, J) + 1.0}.get(box)
 
 
 def synthetic_scores(K: int, J: int, coverage: float, spread: float,

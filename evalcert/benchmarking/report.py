@@ -111,15 +111,20 @@ def _failures(result: "BenchmarkResult") -> str:
 
 
 def _scaling_section(result: "BenchmarkResult") -> list[str]:
-    sizes, table, slopes = scaling_table(result.records)
-    if len(sizes) < 2:
+    parts = []
+    for box in ("all", "observed"):
+        sizes, table, slopes = scaling_table(result.records, box)
+        if len(sizes) < 2:
+            continue
+        rows = [[b, *row, slopes[b]] for b, row in sorted(table.items())]
+        parts += [f"### Box `{box}`",
+                  markdown_table(["backend", *[f"{c} cells" for c in sizes], "a"], rows)]
+    if not parts:
         return []
-    rows = [[b, *row, slopes[b]] for b, row in sorted(table.items())]
     return ["## Scaling with observed cells (sparse family, default profile)",
-            "Runtime of a certified fit in seconds (- = failed); `a` is the slope of "
-            "log(time) against log(cells).",
-            markdown_table(["backend", *[f"{c} cells" for c in sizes], "a"], rows),
-            "![scaling](scaling.png)"]
+            "Runtime of a certified fit in seconds (- = failed or stopped at the time limit); "
+            "`a` is the slope of log(time) against log(cells) over the certified sizes.",
+            *parts, "![scaling](scaling.png)"]
 
 
 def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | None) -> str:
@@ -135,9 +140,10 @@ def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | No
         f"Finished {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}; "
         f"{len(result.records)} runs on {s['n_problems']} problems in "
         f"{result.wall_seconds:.1f} s wall ({s['joblib_backend']}, "
-        f"n_jobs={s['n_jobs']}); {m.get('cpu_seconds', math.nan):.1f} s of CPU time (this "
-        "process and its workers: when wall x workers is much larger, the machine was "
-        "shared).",
+        f"n_jobs={s['n_jobs']})"
+        + (f"; {m['cpu_seconds']:.1f} s of CPU time (this process and its runs: when wall x "
+           "workers is much larger, the machine was shared)."
+           if math.isfinite(m.get("cpu_seconds", math.nan)) else "."),
         "## Machine",
         f"- CPU: {m['cpu']}; {m['cpu_count']} logical CPUs, {m['usable_cpus']} usable\n"
         f"- load average (1/5/15 min) before: {', '.join(f'{v:.2f}' for v in m['load_before'])}"
@@ -220,9 +226,10 @@ def write_report(result: "BenchmarkResult", out: Path,
         plot_performance_profile(prof, out / file)
         paths[f"profile_{prof.kind}_{prof.profile}"] = out / file
         pngs[f"{prof.kind} {prof.profile}"] = file
-    sizes, table, _ = scaling_table(result.records)
-    if len(sizes) >= 2:
-        plot_scaling(sizes, table, out / "scaling.png")
+    panels = {box: scaling_table(result.records, box)[:2] for box in ("all", "observed")}
+    panels = {box: p for box, p in panels.items() if len(p[0]) >= 2}
+    if panels:
+        plot_scaling(panels, out / "scaling.png")
         paths["scaling"] = out / "scaling.png"
     paths["markdown"].write_text(_markdown(result, pngs, command), encoding="utf-8")
     return paths

@@ -288,7 +288,10 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
     records = with_objective_errors(records)
     machine["load_after"] = os.getloadavg()
     cpu_end = os.times()
-    machine["cpu_seconds"] = sum(cpu_end[:4]) - sum(cpu_start[:4])   # self + children
+    # This process and its reaped children: the forked runs (or all runs with
+    # n_jobs=1); joblib's pool workers outlive the call and are not counted.
+    machine["cpu_seconds"] = (sum(cpu_end[:4]) - sum(cpu_start[:4]) if forked or n_jobs == 1
+                              else math.nan)
     return BenchmarkResult(
         records=tuple(records), summaries=tuple(summarise(records, time_limit, shift)),
         profiles=tuple(performance_profiles(records)),

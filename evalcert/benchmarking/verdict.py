@@ -9,9 +9,10 @@ Rules, per kind of problem and accuracy profile:
   within 5 points of the best;
 * **refits**: the fastest backend that certified every bootstrap batch;
 * **avoid**: a success rate below 50 %;
-* **scaling**: on the ``sparse`` family, the least-squares slope ``a`` of
-  ``log(runtime)`` against ``log(observed cells)`` over a backend's certified
-  runs (``time ~ cells^a``; at least two sizes needed).
+* **scaling**: on the ``sparse`` family, per box, the least-squares slope ``a``
+  of ``log(runtime)`` against ``log(observed cells)`` over a backend's certified
+  runs (``time ~ cells^a``; at least two sizes needed), the largest design each
+  backend certified, and the fastest on the largest design.
 
 Example
 -------
@@ -51,12 +52,13 @@ def cells_of(record: RunRecord) -> int:
     return 0
 
 
-def scaling_table(records: Sequence[RunRecord], profile: str = "default"
+def scaling_table(records: Sequence[RunRecord], box: str = "all", profile: str = "default"
                   ) -> tuple[list[int], dict[str, list[float]], dict[str, float]]:
-    """Sparse-family runtimes at ``profile``: the cell counts (sorted), per backend
-    the runtime per size (NaN where it failed; the mean over boxes), and per
-    backend the growth exponent."""
-    runs = [r for r in records if r.family == "sparse" and r.profile == profile]
+    """Sparse-family runtimes with ``box`` at ``profile``: the cell counts (sorted),
+    per backend the runtime per size (NaN where it failed; the mean over seeds),
+    and per backend the growth exponent."""
+    runs = [r for r in records if r.family == "sparse" and r.profile == profile
+            and r.problem.startswith(f"sparse-{box}-")]
     sizes = sorted({cells_of(r) for r in runs})
     times: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in runs:
@@ -90,6 +92,33 @@ def _profile_lines(group: list[BackendSummary]) -> list[str]:
     return [line]
 
 
+def _scaling_lines(result: "BenchmarkResult", box: str) -> list[str]:
+    sizes, table, slopes = scaling_table(result.records, box)
+    if len(sizes) < 2:
+        return []
+    lines = []
+    reach = {b: max((c for c, t in zip(sizes, row) if math.isfinite(t)), default=0)
+             for b, row in table.items()}
+    ranked = sorted((s, b) for b, s in slopes.items() if math.isfinite(s))
+    if ranked:
+        lines.append(f"- sparse designs, box `{box}` ({sizes[0]}..{sizes[-1]} cells, default "
+                     "profile): time ~ cells^a over the certified sizes: "
+                     + ", ".join(f"`{b}` a={s:.2f}" + ("" if reach[b] == sizes[-1] else
+                                                       f" (certified up to {reach[b]} cells)")
+                                 for s, b in ranked))
+    fastest_big = [(row[-1], b) for b, row in table.items() if math.isfinite(row[-1])]
+    if fastest_big:
+        t, b = min(fastest_big)
+        lines.append(f"- largest sparse design, box `{box}` ({sizes[-1]} cells): fastest "
+                     f"certified `{b}` ({_fmt(t)})")
+    else:
+        furthest = sorted(reach.items(), key=lambda kv: -kv[1])[:3]
+        lines.append(f"- largest sparse design, box `{box}` ({sizes[-1]} cells): no backend "
+                     f"certified it within the time limit ({result.settings['time_limit']:g} s);"
+                     " the furthest: " + ", ".join(f"`{b}` {c} cells" for b, c in furthest))
+    return lines
+
+
 def verdict(result: "BenchmarkResult") -> list[str]:
     """Markdown bullet lines: the recommendation the numbers support."""
     groups: dict[tuple[str, str], list[BackendSummary]] = defaultdict(list)
@@ -114,16 +143,6 @@ def verdict(result: "BenchmarkResult") -> list[str]:
         b = min(complete, key=complete.get)
         lines.append(f"- bootstrap refits: `{b}` certified every batch fastest "
                      f"({_fmt(complete[b])} for all batches and profiles)")
-    sizes, table, slopes = scaling_table(result.records)
-    if len(sizes) >= 2:
-        ranked = sorted((s, b) for b, s in slopes.items() if math.isfinite(s))
-        if ranked:
-            lines.append(f"- growth with observed cells ({sizes[0]}..{sizes[-1]}, default "
-                         "profile, time ~ cells^a): "
-                         + ", ".join(f"`{b}` a={s:.2f}" for s, b in ranked))
-        fastest_big = [(row[-1], b) for b, row in table.items() if math.isfinite(row[-1])]
-        if fastest_big:
-            t, b = min(fastest_big)
-            lines.append(f"- largest sparse design ({sizes[-1]} cells): fastest certified "
-                         f"`{b}` ({_fmt(t)})")
+    for box in ("all", "observed"):
+        lines += _scaling_lines(result, box)
     return lines

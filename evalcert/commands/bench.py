@@ -89,5 +89,6 @@ def run(args: argparse.Namespace) -> int:
                    **({} if args.time_limit is None else {"time_limit": args.time_limit}), n_jobs=args.jobs, joblib_backend=args.joblib_backend,
                    memory=not args.no_memory)
     print(result.summary())
-    print(f"report written to {args.out}/report.md (runs.csv, profile_*.png, scaling.png)")
+    print(f"report written to {args.out}/report.md (with runs.csv, profile_*.png and, for "
+          "the sparse family, scaling.png)")
     return 0

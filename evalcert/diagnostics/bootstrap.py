@@ -67,6 +67,20 @@ class BootstrapResult(ResultMixin):
         or split the design (the bootstrap is conditional on a connected design).
     replicates : dict of str to ndarray
         Per-replicate values; not in ``to_dict``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.data import ScoreMatrix
+    >>> from evalcert.diagnostics.baselines import RaschLeastSquares
+    >>> rng = np.random.default_rng(0)
+    >>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 8), rng.normal(0, .3, 20))
+    ...                            + rng.normal(0, .05, (8, 20)), -1, 1))
+    >>> hold = np.random.default_rng(1).random(S.shape) < 0.2
+    >>> res = bootstrap_fidelity(RaschLeastSquares("identity"), S, ~hold, hold, n_boot=20, n_jobs=1)
+    >>> low, high = res.intervals["rmse"]  # a 95% interval per metric
+    >>> res.n_boot, res.confidence, bool(0 < low < high)
+    (20, 0.95, True)
     """
 
     estimate: FidelityMetrics

@@ -267,6 +267,19 @@ def baseline_comparison(S: ScoreMatrix, models: Mapping[str, Any], *, regime: st
 
     ``reference`` (default ``ClippedLinear(solver="native")``) is fitted on all
     non-held-out cells and supplies the abilities for Spearman and Kendall.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.data import ScoreMatrix
+    >>> from evalcert.diagnostics.baselines import RaschLeastSquares, UVFactorization
+    >>> rng = np.random.default_rng(0)
+    >>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 12), rng.normal(0, .3, 40))
+    ...                            + rng.normal(0, .05, (12, 40)), -1, 1))
+    >>> result = baseline_comparison(S, {"additive": RaschLeastSquares("identity"),
+    ...                                  "uv": UVFactorization(rank=2)}, C=1.0)
+    >>> sorted(result.metrics), bool(result.metrics["additive"].rmse < 0.1)
+    (['additive', 'uv'], True)
     """
     protocol = _protocol(S, reference, partition, holdout_fraction, holdout_seed, "entrywise", d)
     params = {k: v for k, v in (("C", C), ("alpha", alpha), ("beta", beta)) if v is not None}

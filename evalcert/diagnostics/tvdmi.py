@@ -69,6 +69,16 @@ class TVDMIScores(ResultMixin):
         Valid terms left out of training scores by the holdout.
     n_unscored_cells : int
         Cells (outside the holdout) without any valid term.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> table = pd.DataFrame({"item": ["q"] * 4, "agent": ["a", "a", "b", "b"],
+    ...                       "partner": ["b", "b", "a", "a"], "draw": ["P", "Q"] * 2,
+    ...                       "outcome": [1.0, 0.0, 0.25, 0.0]})
+    >>> result = tvdmi_scores(table)
+    >>> result.agents, result.items, result.scores.tolist()
+    (('a', 'b'), ('q',), [[1.0], [0.25]])
     """
 
     agents: tuple[str, ...]
@@ -112,6 +122,15 @@ def scores_from_pairwise(pairwise: np.ndarray, agents: tuple[str, ...], items: t
         Also drop terms whose partner cell ``(k, j)`` is held out.
     n_calls, n_failed_calls : int
         Passed through to the result.
+
+    Examples
+    --------
+    Two agents on one item; each agent's score averages its terms against its partners:
+
+    >>> pairwise = np.full((1, 2, 2), np.nan)
+    >>> pairwise[0, 0, 1], pairwise[0, 1, 0] = 0.6, 0.2
+    >>> scores_from_pairwise(pairwise, ("a", "b"), ("q",)).scores.tolist()
+    [[0.6], [0.2]]
     """
     D = np.array(pairwise, dtype=float)
     J, K = len(items), len(agents)

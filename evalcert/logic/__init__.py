@@ -28,7 +28,8 @@ __all__ = [
     "IlpResult", "M1Model", "best_min_accuracy_ilp", "consistent_ilp",
     "M2Model", "alarm_m2", "m2_alarm_threshold", "m2_best_min_accuracy", "m2_consistent",
     "iter_qcomplex", "qcomplex_array", "qcomplex_size",
-    "Decisions", "LabelCounts", "ReadReport", "parse_label_map", "as_label_counts", "decisions_from_frame", "label_counts",
+    "Decisions", "LabelCounts", "ReadReport", "parse_label_map", "as_label_counts",
+    "decisions_from_frame", "label_counts",
     "load_audit_input", "read_decisions", "read_label_counts", "mtbench_demo",
 ]
 

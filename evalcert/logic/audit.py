@@ -25,6 +25,8 @@ from evalcert.results import ResultMixin, to_jsonable
 __all__ = ["AuditReport", "run_audit", "panel_statement", "grader_label_bounds"]
 
 METHODS = ("1", "2", "full")
+#: most bootstrap resamples (each costs one closed-form T_1)
+MAX_BOOT = 100_000
 
 
 def panel_statement(result: AlarmResult) -> str:
@@ -164,6 +166,10 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     m = str(m)
     if m not in METHODS:
         raise InputError(f"m={m!r}; use 1, 2 or full")
+    if not 0 <= n_boot <= MAX_BOOT:
+        raise InputError(f"--bootstrap {n_boot}: give 0 (none) to {MAX_BOOT:,} resamples")
+    if not 0 <= seed < 2**63:
+        raise InputError(f"--seed {seed}: give a whole number >= 0")
     kwargs: dict[str, Any] = {"format": fmt, "item_col": item_col, "grader_col": grader_col,
                               "label_col": label_col, "label_map": label_map}
     data = load_audit_input(path, labels=labels, on_missing=on_missing, graders=graders,

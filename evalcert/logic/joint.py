@@ -71,8 +71,8 @@ class JointModel:
                              f"{MAX_PATTERNS}); use --m 2 or fewer graders")
         r, n = len(decisions.labels), len(decisions.items)
         self.prob = pulp.LpProblem("full_joint", sense)
-        self.x = x = [[self.prob.add_variable(f"x_{p}_{t}", 0, int(c), cat="Integer") for t in range(r)]
-             for p, c in enumerate(counts)]
+        self.x = x = [[self.prob.add_variable(f"x_{p}_{t}", 0, int(c), cat="Integer")
+                       for t in range(r)] for p, c in enumerate(counts)]
         for p, c in enumerate(counts):
             self.prob += pulp.lpSum(x[p]) == int(c), f"pattern_{p}"
         self.q = [pulp.lpSum(x[p][t] for p in range(len(pats))) for t in range(r)]
@@ -290,11 +290,10 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
         feasible(t_val)
     keys: list[tuple[int, ...]] = []
     n_att: int | None
-    if t_val == 0 and candidates is not None:
-        n_att, listed = candidates(Fraction(0))
-        keys = list(listed)
-    elif candidates is not None and candidates(t_val)[0] <= max_checks:
-        _, cand = candidates(t_val)
+    n_cand, cand = candidates(t_val) if candidates is not None else (None, ())
+    if t_val == 0 and n_cand is not None:  # every key attains 0
+        n_att, keys = n_cand, list(cand)
+    elif n_cand is not None and n_cand <= max_checks:
         for key in cand:
             spec = build(key)
             spec.prob += pulp.lpSum([])

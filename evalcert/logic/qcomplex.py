@@ -15,7 +15,8 @@ import numpy as np
 
 from evalcert.errors import InputError
 
-__all__ = ["MAX_BINDING_BOUNDS", "MAX_KEYS", "Bounds", "qcomplex_bounds", "qcomplex_size", "iter_qcomplex", "qcomplex_array"]
+__all__ = ["MAX_BINDING_BOUNDS", "MAX_KEYS", "Bounds", "qcomplex_bounds", "qcomplex_size",
+           "iter_qcomplex", "qcomplex_array"]
 
 Bounds = tuple[tuple[int, ...], tuple[int, ...]]
 

@@ -59,31 +59,25 @@ def plot_performance_profile(profile: PerformanceProfile,
     return fig
 
 
-def plot_scaling(sizes: list[int], table: dict[str, list[float]],
+def plot_scaling(panels: dict[str, tuple[list[int], dict[str, list[float]]]],
                  path: str | Path | None = None, profile: str = "default") -> Figure:
-    """Runtime against observed cells (log-log), one line per backend; failed
-    runs are left out (a gap in the line).
-
-    Examples
-    --------
-    >>> fig = plot_scaling([10**4, 10**5, 10**6], {"native": [0.01, 0.08, 0.9],
-    ...                                            "osqp-direct": [0.02, 0.3, float("nan")]})
-    >>> fig.axes[0].get_xscale(), len(fig.axes[0].get_lines())
-    ('log', 2)
-    """
-    fig = Figure(figsize=(6.4, 4.2), layout="constrained")
+    """Runtime against observed cells (log-log), one panel per box mode
+    (``{box: (sizes, {backend: runtimes})}``), one line per backend; failed runs
+    are left out (a gap in the line)."""
+    fig = Figure(figsize=(5.2 * len(panels), 4.2), layout="constrained")
     FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    for k, (backend, times) in enumerate(sorted(table.items())):
-        ax.plot(sizes, times, marker="o", lw=1.4, color=f"C{k % 10}",
-                ls="-" if k < 10 else "--", label=backend)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("observed cells")
-    ax.set_ylabel("runtime of a certified fit (s)")
-    ax.set_title(f"sparse family, profile {profile}: time against observed cells", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=7)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, (box, (sizes, table)) in zip(axes, panels.items()):
+        for k, (backend, times) in enumerate(sorted(table.items())):
+            ax.plot(sizes, times, marker="o", lw=1.4, color=f"C{k % 10}",
+                    ls="-" if k < 10 else "--", label=backend)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("observed cells")
+        ax.set_ylabel("runtime of a certified fit (s)")
+        ax.set_title(f"sparse family, box {box!r}, profile {profile}", fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].legend(loc="upper left", fontsize=7)
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig

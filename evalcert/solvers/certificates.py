@@ -351,15 +351,15 @@ def _coordinate_minimum(e: np.ndarray, g: np.ndarray, x: np.ndarray,
                         radius: np.ndarray) -> float:
     """``sum_i min_{|z_i| <= radius_i} e_i (z_i - x_i) + max(g_i, 0)/2 (z_i - x_i)^2``
     (each term a 1-D convex quadratic on an interval, ``radius_i`` may be inf;
-    ``-inf`` if the minimum is unbounded or ``x`` lies outside the radius)."""
+    ``-inf`` if the minimum is unbounded)."""
     g = np.maximum(g, 0.0)
-    if np.any(np.abs(x) > radius):
-        return -np.inf
     flat = (g <= 0) & (e != 0)
     if np.any(flat & ~np.isfinite(radius)):
         return -np.inf
     d = np.where(g > 0, -e / np.where(g > 0, g, 1.0), 0.0)
     d = np.where(flat, -np.sign(e) * (np.where(flat, radius, 0.0) + np.abs(x)), d)
+    # (a point outside the radius still gives a valid bound: z ranges over
+    # [-radius, radius] whatever x is)
     d = np.clip(d, -radius - x, radius - x)
     return float(np.sum(e * d + 0.5 * g * d * d))
 

@@ -237,7 +237,8 @@ class ClippedLinearResult(ResultMixin):
     def summary(self, max_agents: int = 40) -> str:
         rank = self.ranking().head(max_agents)
         lines = [f"clipped-linear fit (Eq. 7): {len(self.agents)} agents x {len(self.items)} items, "
-                 f"{self.n_observed} observed cells, lam={self.lam:g}, box={self.box!r}",
+                 f"{self.n_observed} observed cells, lam={self.lam:g}, box={self.box!r}"
+                 f" (scores in [{self.bounds[0]:g}, {self.bounds[1]:g}])",
                  f"solver {self.solver}: status {self.status}, {self.iterations} iterations, "
                  f"objective {self.objective:.10g}", f"timings: {self.timings.summary()}",
                  self.certificate.summary(), ""]

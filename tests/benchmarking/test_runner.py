@@ -184,4 +184,22 @@ def test_verdict_is_derived_from_the_runs():
     sizes, table, slopes = scaling_table(res.records)
     assert len(sizes) == 2 and sizes[0] < sizes[1]
     assert np.isnan(table["perturbed"]).all() and np.isfinite(table["osqp-direct"]).all()
-    assert "growth with observed cells" in lines and "`osqp-direct` a=" in lines
+    assert "sparse designs, box `all`" in lines and "`osqp-direct` a=" in lines
+    assert "largest sparse design, box `all`" in lines
+
+
+def test_box_radius_contains_the_optimum():
+    # QPProblem.qp declares QP.x_bound = box_radius(...): the certificate's bound is
+    # only rigorous if the optimum's (theta, b) really lie within it.
+    from evalcert.benchmarking.families import box_radius, sparse_family
+    from evalcert.solvers.backends.base import SolveSettings
+
+    problems = clipped_linear_family([(6, 9)], seeds=[0, 1]) + \
+        sparse_family([(12, 40, 0.1)], [0])
+    for p in problems:
+        qp = p.qp(p.batch()[0])
+        K, J = p.values.shape
+        assert qp.x_bound == box_radius(K, J, p.box)
+        attempt = solve_native(p, SolveSettings())
+        x = attempt.points[0][0]
+        assert attempt.ok and np.abs(x[:K + J]).max() <= qp.x_bound, p.name

@@ -218,3 +218,15 @@ def test_sequence_aligned_summaries():
         seq.label_counts())
     with pytest.raises(InputError, match="sequence labels"):
         sequence_aligned(dec, 4)
+
+
+def test_regression_m2_at_real_size_builds_no_ratio_list():
+    """Old code built every k/n with n <= Q before solving (Q = 20000: a 1.5 GiB array).
+    Two graders: M=2 is the joint, so both searches must agree exactly."""
+    from evalcert.logic.simulate import simulate_decisions
+
+    dec = simulate_decisions(3000, 3, 2, seed=5)
+    m2 = alarm_m2(dec, "0.5", max_checks=0, max_binding_keys=0)
+    full = alarm_full(dec, "0.5", max_checks=0, max_binding_keys=0)
+    assert m2.T == full.T <= alarm_threshold(dec.label_counts())
+    assert m2.n_solves < 40 and m2.witness["key"] == list(m2.attaining_keys[0])

@@ -9,6 +9,8 @@ import sys
 import time
 from fractions import Fraction
 
+import numpy as np
+
 import pytest
 
 from evalcert.errors import InputError
@@ -187,3 +189,44 @@ def test_parser_construction_imports_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_crowdkit_toy_ysda_with_a_skipped_task():
+    """Real public data (crowd-kit's toy YSDA set, Apache-2.0; tests/data/README.md): w3
+    skipped t1, so M=1/M=2 need a drop, and the full joint keeps every task."""
+    from pathlib import Path
+
+    from evalcert.logic.joint import alarm_full
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    with pytest.raises(InputError, match=r"items skipped per grader: \{'w3': 1\}"):
+        read_decisions(data / "crowdkit_toy_ysda.csv")
+    dropped = read_decisions(data / "crowdkit_toy_ysda.csv", on_missing="drop")
+    assert dropped.report.items_used == 4 and dropped.report.items_dropped == 1
+    kept = read_decisions(data / "crowdkit_toy_ysda.csv", on_missing="keep")
+    res = alarm_full(kept, "0.5")
+    truth = dict(line.split(",") for line in
+                 (data / "crowdkit_toy_ysda_truth.csv").read_text().split()[1:])
+    # the true evaluation is one consistent evaluation: its worst accuracy is at most T
+    arr = kept.array
+    t = np.array([kept.labels.index(truth[item]) for item in kept.items])
+    worst = min(Fraction(int(((t == l) & (arr[:, i] == l)).sum()),
+                         int(((t == l) & (arr[:, i] >= 0)).sum()))
+                for i in range(arr.shape[1]) for l in range(2)
+                if ((t == l) & (arr[:, i] >= 0)).any())
+    assert worst <= res.T
+    assert res.T == brute_t(kept)
+
+
+def brute_t(dec):
+    import itertools
+
+    arr, r, best = dec.array, len(dec.labels), Fraction(0)
+    for truth in itertools.product(range(r), repeat=len(dec.items)):
+        t = np.array(truth)
+        vals = [Fraction(int(((t == l) & (arr[:, i] == l)).sum()),
+                         int(((t == l) & (arr[:, i] >= 0)).sum()))
+                for i in range(arr.shape[1]) for l in range(r)
+                if ((t == l) & (arr[:, i] >= 0)).any()]
+        best = max(best, min(vals))
+    return best

@@ -45,6 +45,8 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.special import expit, logsumexp
 
+from evalcert.solvers.irt.base import softplus_sigmoid
+
 __all__ = ["observed_information", "FULL_LIMIT", "WOODBURY_FLOPS"]
 
 FULL_LIMIT = 2000        # parameters up to which the full matrix may be inverted
@@ -58,7 +60,7 @@ def _posterior(Y, O, a, d, mu, sd, n_quad):
     log_joint = np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(sd)[:, None] - 0.5 * theta ** 2
     for q in range(n_quad):
         eta = theta[:, q, None] * a[None, :] + d[None, :]
-        log_joint[:, q] += np.sum(O * (Y * eta - np.logaddexp(0.0, eta)), axis=1)
+        log_joint[:, q] += np.sum(O * (Y * eta - softplus_sigmoid(eta)[0]), axis=1)
     return theta, np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
 
 
