@@ -70,3 +70,15 @@ def test_spelled_out_choice_lists_match_the_library():
     assert cdiag.REGIMES == tuple(REGIMES) and cdiag.BACKENDS == tuple(BACKENDS)
     assert cdiag.HOLDOUT_SCHEMES == tuple(HOLDOUT_SCHEMES)
     assert cfit.SOLVERS == (*DIRECT_BACKENDS, *CVXPY_SOLVERS)
+
+
+def test_lazy_solvers_package_keeps_gini_projection_the_function():
+    # Regression: with the lazy package, importing the submodule bound the module over
+    # the function of the same name, so `from evalcert.solvers import gini_projection`
+    # returned a module (the eager package returned the function).
+    code = ("import inspect\nimport evalcert.solvers.gini_projection\n"
+            "from evalcert.solvers import gini_projection\n"
+            "import evalcert.solvers as s\n"
+            "assert inspect.isfunction(gini_projection), gini_projection\n"
+            "assert s.gini_projection is gini_projection\n")
+    _loaded_after(code)

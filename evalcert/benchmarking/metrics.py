@@ -71,6 +71,16 @@ class RunRecord(ResultMixin):
     peak_memory_mib : float
         Peak of memory traced by ``tracemalloc`` during a separate run (NaN if
         not measured).
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family, run_benchmark, select_backends
+    >>> result = run_benchmark(clipped_linear_family([(4, 6)], seeds=[0])[:2],
+    ...                        select_backends(["native", "osqp-direct"]), ["default"], n_jobs=1,
+    ...                        memory=False, progress=False)
+    >>> record = result.records[0]
+    >>> record.backend, record.profile, record.kind, record.success, record.reason
+    ('native', 'default', 'qp', True, '')
     """
 
     family: str
@@ -140,6 +150,16 @@ class BackendSummary(ResultMixin):
         Over successful runs.
     peak_memory_mib : float
         Largest traced peak of any run.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family, run_benchmark, select_backends
+    >>> result = run_benchmark(clipped_linear_family([(4, 6)], seeds=[0])[:2],
+    ...                        select_backends(["native", "osqp-direct"]), ["default"], n_jobs=1,
+    ...                        memory=False, progress=False)
+    >>> row = summarise(result.records, time_limit=10.0, shift=0.01)[0]
+    >>> row.success_rate, bool(row.sgm > 0), bool(row.sgm_ratio >= 1)
+    (1.0, True, True)
     """
 
     kind: str
@@ -168,7 +188,18 @@ def _nanmax(values: list[float]) -> float:
 
 def summarise(records: Sequence[RunRecord], time_limit: float,
               shift: float) -> list[BackendSummary]:
-    """One :class:`BackendSummary` per (kind, profile, backend), in first-seen order."""
+    """One :class:`BackendSummary` per (kind, profile, backend), in first-seen order.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family, run_benchmark, select_backends
+    >>> result = run_benchmark(clipped_linear_family([(4, 6)], seeds=[0])[:2],
+    ...                        select_backends(["native", "osqp-direct"]), ["default"], n_jobs=1,
+    ...                        memory=False, progress=False)
+    >>> rows = summarise(result.records, time_limit=10.0, shift=0.01)
+    >>> [(row.backend, row.runs, row.successes) for row in rows]
+    [('native', 2, 2), ('osqp-direct', 2, 2)]
+    """
     groups: dict[tuple[str, str], dict[str, list[RunRecord]]] = defaultdict(dict)
     for r in records:
         groups[(r.kind, r.profile)].setdefault(r.backend, []).append(r)
@@ -201,6 +232,16 @@ class PerformanceProfile(ResultMixin):
     problems, backends : tuple of str
     ratios : ndarray, shape (n_problems, n_backends)
         Performance ratios ``r_pb >= 1``; ``inf`` for a failure (or no run).
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family, run_benchmark, select_backends
+    >>> result = run_benchmark(clipped_linear_family([(4, 6)], seeds=[0])[:2],
+    ...                        select_backends(["native", "osqp-direct"]), ["default"], n_jobs=1,
+    ...                        memory=False, progress=False)
+    >>> profile = performance_profiles(result.records)[0]
+    >>> profile.kind, profile.profile, bool((profile.ratios >= 1).all())  # 1 = fastest
+    ('qp', 'default', True)
     """
 
     kind: str
@@ -230,7 +271,18 @@ class PerformanceProfile(ResultMixin):
 
 
 def performance_profiles(records: Sequence[RunRecord]) -> list[PerformanceProfile]:
-    """One :class:`PerformanceProfile` per (kind, profile) group of ``records``."""
+    """One :class:`PerformanceProfile` per (kind, profile) group of ``records``.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family, run_benchmark, select_backends
+    >>> result = run_benchmark(clipped_linear_family([(4, 6)], seeds=[0])[:2],
+    ...                        select_backends(["native", "osqp-direct"]), ["default"], n_jobs=1,
+    ...                        memory=False, progress=False)
+    >>> profile = performance_profiles(result.records)[0]
+    >>> profile.backends, len(profile.problems), profile.ratios.shape
+    (('native', 'osqp-direct'), 2, (2, 2))
+    """
     groups: dict[tuple[str, str], list[RunRecord]] = defaultdict(list)
     for r in records:
         groups[(r.kind, r.profile)].append(r)

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the projection and print the result's summary."""
     from evalcert.data import read_scores
     from evalcert.outputs import check_outputs
+    from evalcert.solvers.backends import check_backend
 
     if args.lam is not None and not args.penalised:
         raise InputError("--lam is the ridge weight of the penalised form only: add "
@@ -52,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--method does nothing with --penalised (the penalised form is one "
                          "QP): drop --method or --penalised")
     check_outputs({"--json": args.json}, inputs=[args.path], force=args.force)
+    check_backend(args.solver)
     S = read_scores(args.path, format=args.format)
     from evalcert.solvers.gini_projection import gini_projection  # CVXPY: after the checks
 

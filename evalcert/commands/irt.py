@@ -12,7 +12,9 @@ the library in ``tests/solvers/irt/test_cli_irt.py``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import warnings
 from pathlib import Path
 
 from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_float,
@@ -73,6 +75,18 @@ def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = 
                            response_col=args.response_col)
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
+
+
+@contextlib.contextmanager
+def _warnings_as_lines():
+    """Print the library's warnings (excluded lines, clipped cells) as one stderr line each."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for w in caught:
+                print(f"evalcert: warning: {w.category.__name__}: {w.message}", file=sys.stderr)
 
 
 def _check_scope(args: argparse.Namespace, method: str) -> None:
@@ -180,6 +194,16 @@ def _finish(args: argparse.Namespace, result, plot=None) -> int:
 
 
 # -- verbs --------------------------------------------------------------------------------------
+def _quiet(verb):
+    """Run a verb with the library's warnings printed as one line each."""
+    def run(args: argparse.Namespace) -> int:
+        with _warnings_as_lines():
+            return verb(args)
+
+    run.__name__ = verb.__name__
+    return run
+
+
 def _fit(args: argparse.Namespace) -> int:
     if args.plot and args.model not in ("rasch", "2pl", "3pl"):
         raise InputError("--plot draws the item curves of rasch, 2pl or 3pl fits")
@@ -228,6 +252,9 @@ def _score(args: argparse.Namespace) -> int:
 def _itemfit(args: argparse.Namespace) -> int:
     from evalcert.solvers.irt.itemfit import item_fit
 
+    if KINDS.get(args.model, "binary") != "binary":
+        raise InputError(f"itemfit computes infit/outfit of 0/1 responses; --model {args.model} "
+                         "fits other responses")
     _estimator(args)
     _outputs(args, [args.responses])
     table = _read(args)
@@ -259,6 +286,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _anchors(args: argparse.Namespace) -> int:
     from evalcert.solvers.irt.anchors import evaluate_anchors
 
+    if args.model not in ("rasch", "2pl", "3pl"):
+        raise InputError(f"anchors need item curves: use --model rasch, 2pl or 3pl, not "
+                         f"{args.model}")
     _estimator(args)
     _outputs(args, [args.responses])
     table = _read(args)
@@ -351,7 +381,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _model_options(p)
     _output_options(p, plot="item characteristic and information curves (rasch, 2pl, 3pl)",
                     out_dir=True)
-    p.set_defaults(func=_fit)
+    p.set_defaults(func=_quiet(_fit))
 
     p = verbs.add_parser("holdout", help="held-out AUC under a masking scheme")
     p.add_argument("responses", help=file_help)
@@ -365,7 +395,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="share of a held-out line kept for stage 2, in (0, 1) (default 0.3)")
     p.add_argument("--seed", type=nonnegative_int, default=0)
     _output_options(p)
-    p.set_defaults(func=_holdout)
+    p.set_defaults(func=_quiet(_holdout))
 
     p = verbs.add_parser("score", help="score new models against a fitted item file")
     p.add_argument("items", help="items.csv written by `irt fit --out-dir` (rasch or 2pl)")
@@ -378,7 +408,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prior-sd", type=positive_float, default=None,
                    help="map/eap prior sd (default: the fit's, from the item file)")
     _output_options(p)
-    p.set_defaults(func=_score)
+    p.set_defaults(func=_quiet(_score))
 
     p = verbs.add_parser("itemfit", help="infit/outfit mean squares and t of items and models")
     p.add_argument("responses", help=file_help)
@@ -387,7 +417,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=positive_float, default=2.0,
                    help="flag |t| above this (default 2)")
     _output_options(p, plot="infit/outfit t of every item")
-    p.set_defaults(func=_itemfit)
+    p.set_defaults(func=_quiet(_itemfit))
 
     p = verbs.add_parser("compare", help="Rasch vs 2PL (both mml): AIC, BIC, LR test")
     p.add_argument("responses", help=file_help)
@@ -396,7 +426,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="2pl slope prior precision (0 = pure ML: the exact LR test)")
     p.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
     _output_options(p)
-    p.set_defaults(func=_compare, model="2pl", method="mml")
+    p.set_defaults(func=_quiet(_compare), model="2pl", method="mml")
 
     p = verbs.add_parser("anchors", help="tinyBenchmarks: full-benchmark accuracy from a few "
                                          "anchor items, error on held-out models")
@@ -412,4 +442,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="share of models held out, in (0, 1) (default 0.2)")
     p.add_argument("--seed", type=nonnegative_int, default=0)
     _output_options(p, plot="estimated vs true accuracy of the held-out models")
-    p.set_defaults(func=_anchors)
+    p.set_defaults(func=_quiet(_anchors))

@@ -184,17 +184,24 @@ def _top_up(rows, cols, shape, design, pool, d, rng) -> np.ndarray:
     by_col = np.lexsort((rows, cols))
     _top_up_line(out, pool, np.searchsorted(rows[by_row], np.arange(K + 1)), by_row, K, d, rng)
     _top_up_line(out, pool, np.searchsorted(cols[by_col], np.arange(J + 1)), by_col, J, d, rng)
-    while True:
-        lr, lc = bipartite_components(rows[out], cols[out], shape)
-        if max(lr.max(), lc.max()) == 0:
-            return out
-        bridge = pool & ~out & ((lr[rows] == 0) != (lc[cols] == 0))
+    # Bridge the largest component to the rest, one random pool cell at a time. Each
+    # bridge merges one component X into the largest (which stays the largest), so the
+    # labels are computed once and the membership of the largest is updated in place.
+    lr, lc = bipartite_components(rows[out], cols[out], shape)
+    in_r, in_c = lr == 0, lc == 0
+    while not (in_r.all() and in_c.all()):
+        bridge = pool & ~out & (in_r[rows] != in_c[cols])
         cand = by_row[bridge[by_row]]
         if len(cand) == 0:
             raise ConnectivityError(
                 "the design stays disconnected: no candidate cell links the largest component "
                 "to the others; widen the pool or prune to one component (method='prune')")
-        out[cand[rng.integers(len(cand))]] = True
+        k = cand[rng.integers(len(cand))]
+        out[k] = True
+        x = lc[cols[k]] if in_r[rows[k]] else lr[rows[k]]
+        in_r |= lr == x
+        in_c |= lc == x
+    return out
 
 
 def enforce_dcore_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],

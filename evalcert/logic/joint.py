@@ -222,7 +222,66 @@ def rounded_joint_point(decisions: Decisions, level: Fraction, solver: str = "hi
         order = np.argsort(-(frac[p] - x[p]), kind="stable")
         for t in order[:max(left, 0)]:
             x[p, t] += 1
+    x = improve_split(pats, x)
     return _joint_value(pats, x), tuple(int(v) for v in x.sum(axis=0)), x
+
+
+def _score(pats: np.ndarray, x: np.ndarray) -> tuple[Fraction, int]:
+    """(exact min ratio, minus the number of (grader, label) cells attaining it)."""
+    ratios = []
+    for i in range(pats.shape[1]):
+        for t in range(x.shape[1]):
+            den = int(x[pats[:, i] >= 0, t].sum())
+            if den:
+                ratios.append(Fraction(int(x[pats[:, i] == t, t].sum()), den))
+    low = min(ratios, default=Fraction(1))
+    return low, -ratios.count(low)
+
+
+def improve_split(pats: np.ndarray, x: np.ndarray, max_moves: int = 500) -> np.ndarray:
+    """Greedy local search on an integer split ``x[p][t]``: move one item of a pattern to
+    another true label while that raises (min ratio, fewer cells at the min), compared
+    exactly. Any split is a consistent answer key, so the result is a valid lower bound;
+    it lets the exact search start its next test higher."""
+    x = x.copy()
+    n_g, r = pats.shape[1], x.shape[1]
+    decided = (pats >= 0).astype(np.int64)                  # (P, N)
+    said = [(pats == t).astype(np.int64) for t in range(r)]  # (P, N) each
+    best = _score(pats, x)
+    for _ in range(max_moves):
+        corr = np.stack([said[t].T @ x[:, t] for t in range(r)], axis=1)   # (N, R)
+        den = np.stack([decided.T @ x[:, t] for t in range(r)], axis=1)
+        cand = None
+        for s in range(r):
+            for t in range(r):
+                if s == t:
+                    continue
+                movable = np.flatnonzero(x[:, s] > 0)
+                if movable.size == 0:
+                    continue
+                c = np.repeat(corr[None].astype(float), movable.size, axis=0)
+                d = np.repeat(den[None].astype(float), movable.size, axis=0)
+                c[:, :, s] -= said[s][movable]
+                d[:, :, s] -= decided[movable]
+                c[:, :, t] += said[t][movable]
+                d[:, :, t] += decided[movable]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    ratio = np.where(d > 0, c / np.maximum(d, 1), np.inf).reshape(
+                        movable.size, n_g * r)
+                low = ratio.min(axis=1)
+                k = int(np.argmax(low - 1e-9 * (ratio <= low[:, None] + 1e-12).sum(axis=1)))
+                if cand is None or low[k] > cand[0]:
+                    cand = (low[k], movable[k], s, t)
+        if cand is None:
+            break
+        y = x.copy()
+        y[cand[1], cand[2]] -= 1
+        y[cand[1], cand[3]] += 1
+        score = _score(pats, y)
+        if score <= best:
+            break
+        x, best = y, score
+    return x
 
 
 def _joint_value(pats: np.ndarray, x: np.ndarray) -> Fraction:
@@ -242,7 +301,9 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 n_keys: int | None = None, max_checks: int = 200, max_binding_keys: int = 3,
                 verbose: bool = False,
                 describe: Callable[[tuple[int, ...], Any], dict[str, Any]] | None = None,
-                start: tuple[Fraction, tuple[int, ...], Any] | None = None) -> AlarmResult:
+                start: tuple[Fraction, tuple[int, ...], Any] | None = None,
+                improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None
+                ) -> AlarmResult:
     """Alarm from a model builder: exact ``T`` by :func:`max_ratio`, attaining keys and
     binding (grader, label) pairs by fixed-key ILPs, every feasible point re-checked.
 
@@ -250,7 +311,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     the M=1 keys with ``v(q) >= T``); without it only the witness key is listed.
     ``start``: ``(value, key, split)`` of a point known to be consistent (a lower bound).
     ``describe(key, values_or_split)`` turns the witness at ``T`` into the result's
-    ``witness`` dict.
+    ``witness`` dict. ``improve(values)`` may turn a solver's point into a better consistent
+    point ``(value, key, point)`` (a local search), re-checked exactly by the caller.
     """
     x = as_threshold(threshold)
     t0 = time.perf_counter()
@@ -277,6 +339,11 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
         if out[3] < f:
             raise CertificateError(f"{method}: the solver's point reaches only {out[3]} < {f}")
         found[out[3]] = (out[0], out[4])
+        if improve is not None:
+            better = improve(out[4])
+            if better[0] > out[3]:
+                found[better[0]] = (better[1], better[2])
+                return better[0]
         return out[3]
 
     n = len(decisions.items)
@@ -389,15 +456,23 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
         top, cands = Fraction(1), None
     pats, _ = joint_patterns(dec)
 
+    def as_split(point: Any) -> np.ndarray:
+        return point if isinstance(point, np.ndarray) else np.array(
+            [[point[f"x_{p}_{t}"] for t in range(r)] for p in range(len(pats))], dtype=np.int64)
+
     def describe(key: tuple[int, ...], point: Any) -> dict[str, Any]:
-        split = point if isinstance(point, np.ndarray) else np.array(
-            [[point[f"x_{p}_{t}"] for t in range(r)] for p in range(len(pats))])
-        return witness_of_split(dec, key, split)
+        return witness_of_split(dec, key, as_split(point))
+
+    def improve(point: Any) -> tuple[Fraction, tuple[int, ...], np.ndarray]:
+        split = improve_split(pats, as_split(point))
+        if bounded and not all(a <= v <= b for a, v, b in zip(lo, split.sum(axis=0), hi)):
+            split = as_split(point)  # the local search left the key bounds: keep the solver's
+        return _joint_value(pats, split), tuple(int(v) for v in split.sum(axis=0)), split
 
     return exact_alarm(build, dec, threshold, upper=top, m="full", method="full-joint ILP",
                        solver=solver, candidates=cands, n_keys=qcomplex_size(n, r, lo, hi),
                        max_checks=max_checks, max_binding_keys=max_binding_keys,
-                       verbose=verbose, describe=describe,
+                       verbose=verbose, describe=describe, improve=improve,
                        start=joint_start(dec, top, solver, lo if bounded else None,
                                          hi if bounded else None))
 

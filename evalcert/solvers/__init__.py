@@ -2,6 +2,8 @@
 Gini projection (Prop. 4.1) and the IRT estimators."""
 
 import importlib
+import sys
+import types
 from typing import Any
 
 # Imported on first use (PEP 562), so that importing a submodule such as
@@ -25,3 +27,21 @@ def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
         return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module 'evalcert.solvers' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """Keep ``evalcert.solvers.gini_projection`` the function, as the eager package had it.
+
+    Importing a submodule binds it to the package attribute of the same name; for
+    a public name defined in that submodule (``gini_projection``) the function is
+    bound instead, whichever is imported first.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if (name in _PUBLIC and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{__name__}.{name}" and hasattr(value, name)):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -175,3 +175,15 @@ def test_top_up_on_cells_draws_exactly_what_the_dense_top_up_draws(seed):
     assert np.array_equal(res.mask, dense[r, c]) and res.satisfied
     assert np.array_equal(enforce_dcore(design, 3, pool=pool, seed=seed).mask, dense)
     assert res.n_added == int((dense & ~design).sum())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bridging_many_components_matches_the_dense_reference(seed):
+    rng = np.random.default_rng(seed)
+    blocks = 6                                     # six disconnected 3 x 4 blocks
+    design = np.kron(np.eye(blocks, dtype=bool), np.ones((3, 4), bool))
+    pool = rng.random(design.shape) < 0.3
+    dense = _dense_top_up(design, pool | design, 3, np.random.default_rng(seed))
+    res = enforce_dcore(design, 3, pool=pool | design, seed=seed)
+    assert np.array_equal(res.mask, dense) and res.n_components == 1
+    assert res.n_added >= blocks - 1

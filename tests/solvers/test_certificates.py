@@ -128,7 +128,8 @@ def _reference_optimum(S, W, lam, box):
     return float(prob.value)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, 1] + [pytest.param(s, marks=pytest.mark.slow)
+                                           for s in range(2, 10)])
 @pytest.mark.parametrize("box", ["observed", "all"])
 def test_badly_scaled_fits_are_refused_or_within_their_certified_bound(seed, box):
     from evalcert.errors import SolverError

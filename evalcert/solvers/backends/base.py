@@ -138,6 +138,10 @@ def estimate_cost(backend: str, n_agents: int, n_items: int, n_cells: int,
                         2e-6 * c * 20 + dense / 2e9)
 
 
+#: Fits estimated below this size are not checked against the available memory.
+SMALL_FIT_BYTES = 64 * 2 ** 20
+
+
 def check_cost(backend: str, n_agents: int, n_items: int, n_cells: int, box: str = "all",
                time_limit: float | None = None) -> CostEstimate:
     """:func:`estimate_cost`, then refuse a fit that would not fit in memory.
@@ -149,6 +153,8 @@ def check_cost(backend: str, n_agents: int, n_items: int, n_cells: int, box: str
     from evalcert.memory import format_bytes, memory_available, require_memory
 
     est = estimate_cost(backend, n_agents, n_items, n_cells, box)
+    if est.nbytes < SMALL_FIT_BYTES:
+        return est                  # nothing to check: spare the refits reading /proc
     native = estimate_cost("native", n_agents, n_items, n_cells, box)
     fits = native.nbytes <= 0.5 * memory_available()
     instead = (f"solver='native' needs about {format_bytes(native.nbytes)}, which fits"

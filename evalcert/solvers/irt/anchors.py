@@ -177,6 +177,9 @@ def evaluate_anchors(estimator: Any, Y: Any, n_anchors: int = 30,
     scoring : ``eap``, ``map`` or ``wle`` (see :mod:`~.scoring`)
     seed : split, k-means and random anchors
     """
+    if getattr(estimator, "model_name", "") not in ("rasch", "2pl", "3pl"):
+        raise InputError(f"anchors need a rasch, 2pl or 3pl estimator (item curves to predict "
+                         f"from), got {getattr(estimator, 'model_name', type(estimator))!r}")
     if not 0 < test_frac < 1:
         raise InputError(f"test_frac must be in (0, 1), got {test_frac}")
     if scoring not in ("eap", "map", "wle"):

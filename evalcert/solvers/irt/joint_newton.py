@@ -19,7 +19,7 @@ model's or item's parameter), is at most ``tol``.
 
 Steps are damped by Armijo backtracking on ``f`` while ``f`` can tell: the
 predicted decrease of a Newton step, ``-g^T step / 2``, is compared with the
-rounding error of ``f`` (``_ROUNDING * eps * sum |terms|``). Near the optimum
+rounding error of ``f`` (``ROUNDING * eps * sum |terms|``). Near the optimum
 the decrease falls below it and comparing objectives of ~1e4 decides on
 rounding noise (on some CPUs accepting ever tinier steps for thousands of
 iterations); there the full Newton step is taken while it still lowers the
@@ -39,10 +39,10 @@ from evalcert.errors import ConvergenceError
 from evalcert.solvers.irt.base import softplus_sigmoid
 from evalcert.solvers.irt.pooling import PooledResponses
 
-__all__ = ["rasch_joint_newton", "newton_flops"]
+__all__ = ["rasch_joint_newton", "newton_flops", "ROUNDING"]
 
 _DIVERGED = 500.0   # |parameter| beyond this many logits: no finite optimum
-_ROUNDING = 1e3     # rounding error of the objective, in units of eps * sum |terms|
+ROUNDING = 1e3     # rounding error of the objective, in units of eps * sum |terms|
 
 
 def newton_flops(shape: tuple[int, int]) -> float:
@@ -125,7 +125,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
         step_theta, step_b = _newton_step(V, d_theta, d_b, g_theta, g_b, keep_rows,
                                           gauge=lam == 0, what=what)
         slope = float(g_theta @ step_theta + g_b @ step_b)
-        resolvable = -0.5 * slope > _ROUNDING * np.finfo(float).eps * scale
+        resolvable = -0.5 * slope > ROUNDING * np.finfo(float).eps * scale
         t = 1.0
         for _ in range(60):
             new_theta, new_b = theta + t * step_theta, b + t * step_b
@@ -152,7 +152,8 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
                 solver="newton", status="diverged")
     V = cells * p * (1 - p)
     return {"theta": theta, "b": b, "n_iter": n_iter, "objective": value, "gradient": worst,
-            "rounding_limited": rounding_limited, "info_rows": V.sum(1) / n, "info_cols": V.sum(0) / m}
+            "rounding_limited": rounding_limited, "info_rows": V.sum(1) / n,
+            "info_cols": V.sum(0) / m}
 
 
 def _newton_step(V: np.ndarray, d_theta: np.ndarray, d_b: np.ndarray, g_theta: np.ndarray,

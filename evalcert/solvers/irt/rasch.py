@@ -38,7 +38,7 @@ from evalcert.solvers.irt.base import IRTEstimator, progress_bar
 from evalcert.solvers.irt.data import (ResponseData, extreme_lines, finite_items as _finite_items,
                                        require_finite_jml)
 from evalcert.solvers.irt.esf import conditional_terms
-from evalcert.solvers.irt.joint_newton import newton_flops, rasch_joint_newton
+from evalcert.solvers.irt.joint_newton import ROUNDING, newton_flops, rasch_joint_newton
 from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
 from evalcert.solvers.irt.mml import mml_em
 from evalcert.solvers.irt.pooling import pool_responses
@@ -198,7 +198,7 @@ class Rasch(IRTEstimator):
         share = ones / (obs_g.T @ size)                  # models answering each item
         b = np.log((1 - share) / share)
         b -= (mult @ b) / mult.sum()
-        best, step = -np.inf, np.zeros_like(b)
+        best, step, last, rounding_limited = -np.inf, np.zeros_like(b), np.inf, False
         bar = progress_bar(self.verbose, self.max_iter, "rasch cml")
         for n_iter in range(1, self.max_iter + 1):
             bar.update(1)
@@ -213,8 +213,16 @@ class Rasch(IRTEstimator):
             grad = size @ pi - ones
             step = grad / info
             step -= (mult @ step) / mult.sum()
-            if np.max(np.abs(grad)) <= self.tol:
+            worst = float(np.max(np.abs(grad)))
+            if worst <= self.tol:
                 break
+            # the predicted gain is below what rounding lets the loglik show, and the
+            # gradient stopped falling: stop and report the gradient reached
+            resolvable = 0.5 * grad @ step > ROUNDING * np.finfo(float).eps * abs(loglik)
+            if not resolvable and worst >= last:
+                rounding_limited = True
+                break
+            last = worst
             b = b + step
         else:
             bar.close()
@@ -230,6 +238,9 @@ class Rasch(IRTEstimator):
                 "se_C": 1 / np.sqrt(info_c)[:, None], "loglik_kind": "conditional",
                 "solver": "newton (conditional likelihood, {} x {} pooled groups)".format(
                     *pooled.shape),
+                "notes": ((f"Newton stopped at the rounding limit of the conditional "
+                           f"likelihood with max |gradient| {worst:.3g} (tol {self.tol:g})",)
+                          if rounding_limited else ()),
                 "stationarity": float(np.max(np.abs(grad) / np.sqrt(info))),
                 "keep_rows": keep_r, "keep_cols": keep_c}
 

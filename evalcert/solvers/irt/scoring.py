@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 
-from evalcert.errors import InputError
+from evalcert.errors import ConvergenceError, InputError
 from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.data import validate_responses
 from evalcert.solvers.irt.information import (ItemParameters, ability_prior, icc_derivatives,
@@ -138,21 +138,27 @@ def _solve(method: str, params: ItemParameters, Y: np.ndarray, O: np.ndarray, mu
     left, right = grid[cell].copy(), grid[cell + 1].copy()
     theta = 0.5 * (left + right)
     active = found.copy()
+    bisect = np.zeros(n, bool)          # the last step did not halve the bracket: bisect
     for _ in range(200):
         if not active.any():
             break
-        g, _, curv = _criterion(method, theta[active], params, Y[active], O[active], mu, sd)
-        pos = g > 0
-        lft, rgt = np.where(pos, theta[active], left[active]), np.where(pos, right[active],
-                                                                        theta[active])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = theta[active] + g / curv
-        inside = np.isfinite(step) & (step > lft) & (step < rgt)
-        new = np.where(inside, step, 0.5 * (lft + rgt))
-        done = (np.abs(new - theta[active]) <= 1e-12 * (1 + np.abs(new))) | (rgt - lft <= 1e-12)
         idx = np.flatnonzero(active)
+        g, _, curv = _criterion(method, theta[idx], params, Y[idx], O[idx], mu, sd)
+        pos = g > 0
+        lft, rgt = np.where(pos, theta[idx], left[idx]), np.where(pos, right[idx], theta[idx])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            step = theta[idx] + g / curv
+        inside = np.isfinite(step) & (step > lft) & (step < rgt) & ~bisect[idx]
+        new = np.where(inside, step, 0.5 * (lft + rgt))
+        done = (np.abs(new - theta[idx]) <= 1e-12 * (1 + np.abs(new))) | (rgt - lft <= 1e-12)
+        bisect[idx] = (rgt - lft) > 0.5 * (right[idx] - left[idx])
         theta[idx], left[idx], right[idx] = new, lft, rgt
         active[idx[done]] = False
+    if active.any():
+        raise ConvergenceError(f"{method} scoring: {int(active.sum())} abilities not located to "
+                               f"1e-12 in 200 safeguarded steps (bracket width up to "
+                               f"{np.max(right[active] - left[active]):.2g})", solver="scoring",
+                               status="max_iter")
     # no down-crossing: the estimating function keeps one sign on the grid
     return np.where(found, theta, np.where(G[0] > 0, np.inf, -np.inf))
 

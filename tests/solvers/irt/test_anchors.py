@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from evalcert.errors import InputError
-from evalcert.solvers.irt import Rasch, TwoPL
+from evalcert.solvers.irt import LogisticFactor, Rasch, TwoPL
 from evalcert.solvers.irt.anchors import estimate_accuracy, evaluate_anchors, select_anchors
 from evalcert.solvers.irt.information import ability_prior, item_parameters
 from evalcert.solvers.irt.scoring import score_abilities
@@ -81,5 +81,7 @@ def test_refusals(bench):
         evaluate_anchors(Rasch(), bench, test_frac=1.0)
     with pytest.raises(InputError, match="infinite"):
         evaluate_anchors(Rasch(), bench, scoring="ml")
+    with pytest.raises(InputError, match="rasch, 2pl or 3pl"):
+        evaluate_anchors(LogisticFactor(), bench)
     with pytest.raises(InputError, match="fewer than 2"):
         evaluate_anchors(Rasch(), bench[:2], test_frac=0.5)

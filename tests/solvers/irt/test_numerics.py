@@ -136,3 +136,17 @@ def test_importing_the_irt_package_does_not_load_cvxpy_or_diagnostics():
                           timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
+
+
+def test_cml_stops_at_the_rounding_limit_and_says_so():
+    # tol=0 cannot be met; the old loop ran max_iter iterations, then raised
+    Y, *_ = simulate(400, 60, seed=22)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reached = Rasch(method="cml", tol=1e-10).fit(Y)
+        est = Rasch(method="cml", tol=0.0, max_iter=200).fit(Y)
+    (note,) = est.result_.notes
+    assert "rounding limit" in note
+    assert float(note.split("max |gradient| ")[1].split()[0]) < 1e-9
+    assert est.n_iter_ < 50
+    assert np.max(np.abs(est.difficulties_ - reached.difficulties_)) < 1e-9

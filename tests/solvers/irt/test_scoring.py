@@ -9,7 +9,7 @@ from scipy.optimize import brentq
 
 from evalcert.errors import InputError
 from evalcert.solvers.irt import Rasch, TwoPL
-from evalcert.solvers.irt.information import ItemParameters
+from evalcert.solvers.irt.information import ItemParameters, item_parameters
 from evalcert.solvers.irt.scoring import score_abilities, score_models
 from tests.solvers.irt.conftest import simulate
 
@@ -136,3 +136,23 @@ def test_score_models_refuses_bad_input():
         score_models(est, Y, method="eap", prior=(0.0, 0.0))
     with pytest.raises(InputError, match="not fitted"):
         score_models(Rasch(), Y)
+
+
+def test_wle_on_3pl_items_converges_where_plain_scoring_steps_crawl():
+    """Regression: one-sided Fisher-scoring steps crawled (bracket 1e-4 after 200 steps) on
+    3pl items with a 0.2 floor; bisecting whenever a step fails to halve the bracket fixes it."""
+    from evalcert.solvers.irt import ThreePL
+
+    Y, *_ = simulate(40, 15, seed=0)
+    est = ThreePL(guessing=0.2).fit(Y)
+    p = item_parameters(est)
+    theta, _ = score_abilities(p, Y, np.ones_like(Y, bool), method="wle")
+    for i in range(Y.shape[0]):
+        def warm(t):
+            _, g, info, J = _pieces(t, p, Y[i], np.ones(15, bool))
+            return g + J / (2 * info)
+        grid = np.linspace(-12, 12, 481)
+        vals = np.array([warm(t) for t in grid])
+        roots = [brentq(warm, grid[k], grid[k + 1], xtol=1e-13) for k in range(480)
+                 if vals[k] > 0 > vals[k + 1]]
+        assert any(abs(theta[i] - r) < 1e-7 for r in roots)
