@@ -19,7 +19,6 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_ext"))
 
 import importlib  # noqa: E402
-import inspect  # noqa: E402
 
 import evalcert  # noqa: E402
 from public_names import documented_modules  # noqa: E402
@@ -36,10 +35,7 @@ def _materialise_lazy_exports() -> None:
         module = importlib.import_module(name)
         if hasattr(module, "__getattr__"):
             for public in getattr(module, "__all__", ()):
-                value = getattr(module, public)
-                if inspect.ismodule(value):  # a function named like its module, shadowed
-                    value = getattr(value, public)  # by the submodule once it is imported
-                setattr(module, public, value)
+                setattr(module, public, getattr(module, public))
 
 
 _materialise_lazy_exports()

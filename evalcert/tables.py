@@ -24,9 +24,11 @@ import csv
 import io
 import json
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
+import numpy as np
 import pandas as pd
 
 from evalcert.errors import InputError
@@ -98,14 +100,16 @@ def _decode(path: Path, raw: bytes) -> str:
     return text
 
 
-def _read_delimited(path: Path, text: str, sep: str) -> pd.DataFrame:
+def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFrame:
     rows = list(csv.reader(io.StringIO(text), delimiter=sep))
     while rows and not any(cell.strip() for cell in rows[-1]):
         rows.pop()
     if not rows:
         raise InputError(f"{path} is empty; give a file with a header row and data")
+    if not header:
+        rows.insert(0, [str(k) for k in range(len(rows[0]))])
     header = rows[0]
-    dup = sorted({h for h in header if header.count(h) > 1})
+    dup = sorted(name for name, n in Counter(header).items() if n > 1)
     if dup:
         raise InputError(f"{path}: duplicate column names {dup[:5]}; every column needs its own "
                          "name (rename or drop the repeats)")
@@ -115,8 +119,13 @@ def _read_delimited(path: Path, text: str, sep: str) -> pd.DataFrame:
         raise InputError(f"{path}: {len(bad)} rows do not have {width} fields like the header "
                          f"(first at line {bad[0]}); check the delimiter and quoting")
     body = [r for r in rows[1:] if len(r) == width]
-    return pd.DataFrame(body, columns=header, dtype=object).astype(str) if body else \
-        pd.DataFrame(columns=header, dtype=str)
+    if not body:
+        return pd.DataFrame(columns=header, dtype=str)
+    # one 2-D object block: building a wide frame column by column (or astype(str) on
+    # it) takes minutes at 12 x 41,871 cells; csv already gives strings
+    cells = np.empty((len(body), width), dtype=object)
+    cells[:] = body
+    return pd.DataFrame(cells, columns=header, copy=False)
 
 
 def _records(path: Path, records: list) -> pd.DataFrame:
@@ -126,16 +135,24 @@ def _records(path: Path, records: list) -> pd.DataFrame:
     if bad:
         raise InputError(f"{path}: record {bad[0]} is not an object; each record must be "
                          "{\"column\": value, ...}")
-    frame = pd.DataFrame.from_records(records)
-    return frame.map(lambda v: "" if v is None else (json.dumps(v) if isinstance(v, (dict, list))
-                                                      else str(v).lower() if isinstance(v, bool)
-                                                      else str(v)))
+    columns = list(dict.fromkeys(key for record in records for key in record))
+
+    def text(v: object) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, (dict, list)):
+            return json.dumps(v)
+        return str(v).lower() if isinstance(v, bool) else str(v)
+
+    # a key missing from a record is an empty cell, like a JSON null
+    cells = np.empty((len(records), len(columns)), dtype=object)
+    cells[:] = [[text(r.get(c)) for c in columns] for r in records]
+    return pd.DataFrame(cells, columns=columns, copy=False)
 
 
 def _read_json(path: Path, text: str, lines: bool) -> pd.DataFrame:
     def strict(pairs: list) -> dict:
-        keys = [k for k, _ in pairs]
-        dup = sorted({k for k in keys if keys.count(k) > 1})
+        dup = sorted(key for key, n in Counter(k for k, _ in pairs).items() if n > 1)
         if dup:
             raise InputError(f"{path}: duplicate keys {dup[:5]} in one object; each key once")
         return dict(pairs)
@@ -156,7 +173,7 @@ def _read_json(path: Path, text: str, lines: bool) -> pd.DataFrame:
 
 
 def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
-               format: str | None = None) -> pd.DataFrame:
+               format: str | None = None, header: bool = True) -> pd.DataFrame:
     """Read a CSV/TSV/Parquet/JSONL/JSON table with every cell as a string.
 
     Parameters
@@ -168,6 +185,10 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
         columns found (the usual sign of a file without a header row).
     format : str, optional
         ``csv``, ``tsv``, ``parquet``, ``jsonl`` or ``json``.
+    header : bool
+        ``False`` for a CSV/TSV file without a header row: every row is data and
+        the columns are named ``"0"``, ``"1"``, ... (other formats name their
+        columns and refuse ``header=False``).
 
     Returns
     -------
@@ -184,6 +205,9 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
     path = Path(path)
     head = _check_file(path)
     fmt = format or table_format(path)
+    if not header and fmt not in ("csv", "tsv"):
+        raise InputError(f"{path}: a {fmt} file names its columns; a missing header row "
+                         "(header=False, --no-header) applies to CSV/TSV files only")
     kind = next((k for magic, k in _MAGIC.items() if head.startswith(magic)), None)
     if fmt == "parquet":
         if kind != "parquet":
@@ -193,7 +217,7 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
         except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
             raise InputError(f"{path}: corrupt or unreadable Parquet file ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0][:120]})") from None
-        dup = sorted({c for c in frame.columns if list(frame.columns).count(c) > 1})
+        dup = sorted(name for name, n in Counter(frame.columns).items() if n > 1)
         if dup:
             raise InputError(f"{path}: duplicate column names {dup[:5]}")
         frame = frame.astype(object).where(frame.notna(), "")
@@ -208,7 +232,7 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
             raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
         text = _decode(path, raw)
         if fmt in ("csv", "tsv"):
-            frame = _read_delimited(path, text, "\t" if fmt == "tsv" else ",")
+            frame = _read_delimited(path, text, "\t" if fmt == "tsv" else ",", header)
         else:
             frame = _read_json(path, text, lines=(fmt == "jsonl"))
     frame.columns = [str(c) for c in frame.columns]

@@ -65,6 +65,15 @@ class Attempt:
         QPs: the primal/dual point of every solve of the batch, in order.
     value : Fraction, optional
         ILPs: the exact objective recomputed from the integer solution.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family
+    >>> from evalcert.solvers.backends import SolveSettings
+    >>> problem = clipped_linear_family([(4, 6)], seeds=[0])[0]
+    >>> attempt = select_backends(["native"])[0].solve(problem, SolveSettings())
+    >>> attempt.status, attempt.ok, len(attempt.points)  # one (x, y) point per solve
+    ('solved', True, 1)
     """
 
     status: str
@@ -89,6 +98,15 @@ class Backend:
         ``solve(problem, settings: SolveSettings) -> Attempt``; must be
         picklable (a module-level function or a ``functools.partial`` of one)
         to run on joblib workers.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import clipped_linear_family
+    >>> from evalcert.solvers.backends import SolveSettings
+    >>> backend = select_backends(["native"])[0]
+    >>> attempt = backend.solve(clipped_linear_family([(4, 6)], seeds=[0])[0], SolveSettings())
+    >>> backend.name, attempt.ok  # the solver's word; evalcert's certificate decides success
+    ('native', True)
     """
 
     name: str
@@ -248,12 +266,25 @@ def ilp_backends() -> list[Backend]:
 
 
 def default_backends() -> list[Backend]:
-    """Every installed backend of both kinds."""
+    """Every installed backend of both kinds.
+
+    Examples
+    --------
+    >>> names = [b.name for b in default_backends()]
+    >>> names[:2], "pulp-highs" in names
+    (['native', 'osqp-direct'], True)
+    """
     return qp_backends() + ilp_backends()
 
 
 def select_backends(names: list[str] | None) -> list[Backend]:
-    """The installed backends named in ``names`` (all when ``None``), in that order."""
+    """The installed backends named in ``names`` (all when ``None``), in that order.
+
+    Examples
+    --------
+    >>> [(b.name, b.kind) for b in select_backends(["native", "pulp-highs"])]
+    [('native', 'qp'), ('pulp-highs', 'ilp')]
+    """
     known = {b.name: b for b in default_backends()}
     if names is None:
         return list(known.values())

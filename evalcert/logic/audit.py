@@ -197,9 +197,18 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     if (estimators or with_agreement or n_boot) and not isinstance(data, Decisions):
         raise InputError("estimates, agreement and the bootstrap need the decisions (a judge "
                          "log), not label counts")
-    if csv is not None and isinstance(data, Decisions) and not data.complete:
-        raise InputError("--csv writes M=1 bounds, which need every grader on every item; "
-                         "drop --csv or use --on-missing drop")
+    if isinstance(data, Decisions) and not data.complete:
+        needs = [flag for flag, on in (("--csv", csv), ("--plot", plot), ("--squares", squares))
+                 if on is not None]
+        if needs:
+            raise InputError(f"{', '.join(needs)} draw or write M=1 quantities, which need "
+                             "every grader on every item; drop them or use --on-missing drop")
+    key_sq = _ints(squares_key, "key")
+    if key_sq is not None:
+        n_items = len(data.items) if isinstance(data, Decisions) else data.n_items
+        if len(key_sq) != len(data.labels) or min(key_sq) < 0 or sum(key_sq) != n_items:
+            raise InputError(f"--key {squares_key}: give {len(data.labels)} counts >= 0 "
+                             f"summing to Q = {n_items}, one per label {list(data.labels)}")
     curve = None
     if m == "1":
         result = alarm(data, threshold, curves=plot is not None, **bounds)
@@ -216,11 +225,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     if plot is not None:
         from evalcert.plots.alarms import plot_minmax_curve
 
-        if curve is None and (not isinstance(data, Decisions) or data.complete):
-            curve = minmax_curve(data, **bounds)
         if curve is None:
-            raise InputError("--plot draws the M=1 curve over the answer keys, which needs "
-                             "every grader on every item; drop --plot or use --on-missing drop")
+            curve = minmax_curve(data, **bounds)
         plot_minmax_curve(curve, plot, alarm_result=result)
         notes += (f"min-max curve written to {plot}",)
     if curve is not None:
@@ -251,7 +257,7 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         from evalcert.plots.alarms import plot_correctness_squares
 
         counts = data.label_counts() if isinstance(data, Decisions) else data
-        key = _ints(squares_key, "key") or result.attaining_keys[0]
+        key = key_sq or result.attaining_keys[0]
         plot_correctness_squares(counts, key, counts.graders[:2], squares,
                                  threshold=float(result.threshold))
         notes += (f"correctness squares of {', '.join(counts.graders[:2])} at key {key} "

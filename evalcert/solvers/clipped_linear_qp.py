@@ -130,6 +130,13 @@ def hessian(design: Design, weights: np.ndarray, lam: float, n_extra: int = 0) -
     blocks ``-w_ij``. The CSC arrays are written directly (sorted indices,
     zero weights kept as explicit entries so the pattern depends on the design
     only), with no sparse product and no sort.
+
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> hessian(d, np.ones(3), 0.0).toarray()
+    array([[ 4.,  0., -2., -2.],
+           [ 0.,  2.,  0., -2.],
+           [-2.,  0.,  2.,  0.],
+           [-2., -2.,  0.,  4.]])
     """
     K, J, n = design.K, design.J, design.n_cells
     rows, cols = design.rows, design.cols

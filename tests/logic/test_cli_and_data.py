@@ -145,3 +145,14 @@ def test_correctness_squares_cli_and_counts(tmp_path, capsys):
                    if a > q / 2 and b > q / 2)
     n_i = sum(1 for _ in iter_evaluations((8, 9, 8), (5, 10, 10)))
     assert sum(map(sum, sq[0])) == n_i * sum(1 for _ in iter_evaluations((8, 9, 8), (4, 18, 3)))
+
+
+def test_m1_outputs_with_skipped_items_are_refused_before_any_solve(tmp_path, capsys):
+    path = tmp_path / "w.csv"
+    path.write_text("item,x,y\n1,a,a\n2,b,\n3,a,b\n4,b,b\n")
+    for flag, name in (("--plot", "c.png"), ("--csv", "b.csv"), ("--squares", "s.png")):
+        assert main(["audit", str(path), "--m", "full", "--on-missing", "keep", flag,
+                     str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert flag in err and "integer programs" not in err
+    assert main(["audit", str(path), "--m", "full", "--on-missing", "keep"]) == 0

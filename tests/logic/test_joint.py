@@ -230,3 +230,19 @@ def test_regression_m2_at_real_size_builds_no_ratio_list():
     full = alarm_full(dec, "0.5", max_checks=0, max_binding_keys=0)
     assert m2.T == full.T <= alarm_threshold(dec.label_counts())
     assert m2.n_solves < 40 and m2.witness["key"] == list(m2.attaining_keys[0])
+
+
+@settings(max_examples=10, deadline=None)
+@given(instance(max_q=6, skip=True), st.integers(0, 2**31))
+def test_local_search_keeps_an_exact_key_and_never_lowers_the_value(inst, seed):
+    from evalcert.logic.joint import _joint_value, improve_split, joint_patterns
+
+    r, cols = inst
+    cols = [c if any(v >= 0 for v in c) else [0] + c[1:] for c in cols]
+    dec = decisions(cols, ["a", "b", "c"][:r], on_missing="keep")
+    pats, counts = joint_patterns(dec)
+    rng = np.random.default_rng(seed)
+    x = np.stack([rng.multinomial(c, np.ones(r) / r) for c in counts])
+    y = improve_split(pats, x)
+    assert (y.sum(axis=1) == counts).all() and (y >= 0).all()
+    assert _joint_value(pats, x) <= _joint_value(pats, y) <= brute_force_joint(dec)

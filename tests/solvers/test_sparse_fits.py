@@ -231,7 +231,9 @@ def test_time_limit_raises_typed_error_quickly(solver):
 
 def test_memory_refusal_names_estimate_and_backend_that_fits(monkeypatch):
     import evalcert.memory
+    from evalcert.solvers.backends import base
 
+    monkeypatch.setattr(base, "SMALL_FIT_BYTES", 0)      # check even this small fit
     S = _scores(40, 400, 0.5, 6)
     need = estimate_cost("clarabel", 40, 400, S.n_observed).nbytes
     native_need = estimate_cost("native", 40, 400, S.n_observed).nbytes

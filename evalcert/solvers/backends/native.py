@@ -300,7 +300,9 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
 def _direct_cost(qp: QP) -> float:
     """Flops of the direct path's first factorisation: forming the Schur
     complement (``sum_j d_j^2`` over eliminated columns of degree ``d_j``) and
-    factorising the ``n_F``-square remainder (``n_F^3 / 3``)."""
+    factorising the ``n_F``-square remainder (``n_F^3 / 3``). Without an
+    eliminable block the whole KKT matrix goes to a sparse LU, counted as
+    ``n^3 / 3`` above 5000 variables (free below: such QPs factorise fast)."""
     if qp.eliminable is None:
         return float(qp.n) ** 3 / 3.0 if qp.n > 5000 else 0.0
     P = qp.P.tocsc()

@@ -60,6 +60,15 @@ def n_parameters(estimator: Any) -> int:
     2 x items - 2 (location and scale). Estimators that count their own
     parameters (3PL, graded) expose ``n_parameters_``. Excluded (all-0/all-1)
     models and items are not counted.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((40, 12)) < 0.6).astype(float)
+    >>> est = Rasch(method="cml").fit(Y)
+    >>> n_parameters(est)  # 12 difficulties, one fixed by sum-zero identification
+    11
     """
     if not hasattr(estimator, "result_"):
         raise InputError(f"this {type(estimator).__name__} is not fitted yet; call fit(Y) first")
@@ -96,7 +105,18 @@ class FitStatistics(ResultMixin):
 
 
 def information_criteria(estimator: Any) -> FitStatistics:
-    """AIC and BIC of a fitted estimator (see the module docstring)."""
+    """AIC and BIC of a fitted estimator (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((40, 12)) < 0.6).astype(float)
+    >>> est = Rasch(method="cml").fit(Y)
+    >>> stats = information_criteria(est)
+    >>> stats.loglik_kind, stats.n_parameters, bool(stats.bic > stats.aic)
+    ('conditional', 11, True)
+    """
     k = n_parameters(estimator)
     res = estimator.result_
     n = _kept(estimator.abilities_) if res.loglik_kind == "joint" else res.n_models

@@ -31,7 +31,13 @@ Scheme = Literal["entrywise", "rows", "columns", "l_mask"]
 
 
 def heldout_auc(y: np.ndarray, score: np.ndarray) -> float:
-    """Area under the ROC curve (Mann-Whitney, ties counted half); NaN if one class."""
+    """Area under the ROC curve (Mann-Whitney, ties counted half); NaN if one class.
+
+    Examples
+    --------
+    >>> heldout_auc(np.array([1, 0, 1, 0.0]), np.array([0.9, 0.1, 0.8, 0.3]))  # perfect ranking
+    1.0
+    """
     from evalcert.diagnostics.metrics import ranking_auc   # the package imports pandas: lazy
 
     y = np.asarray(y, dtype=bool)

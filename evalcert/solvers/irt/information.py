@@ -68,6 +68,16 @@ def item_parameters(estimator: Any) -> ItemParameters:
     InputError
         The estimator is not fitted, or is not a unidimensional binary model
         (factor, Beta-IRT and JE-IRT have no single ability scale).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((40, 12)) < 0.6).astype(float)
+    >>> est = Rasch(method="cml").fit(Y)
+    >>> params = item_parameters(est)  # slopes a, difficulties b, guessing c
+    >>> params.model, params.b.shape, bool(np.all(params.a == 1)), bool(np.all(params.c == 0))
+    ('rasch', (12,), True, True)
     """
     if not hasattr(estimator, "result_"):
         raise InputError(f"this {type(estimator).__name__} is not fitted yet; call fit(Y) first")
@@ -100,7 +110,18 @@ def ability_prior(estimator: Any) -> tuple[float, float]:
 
 
 def icc(theta: np.ndarray, params: ItemParameters) -> np.ndarray:
-    """``P_j(theta)`` for every ability (rows) and item (columns)."""
+    """``P_j(theta)`` for every ability (rows) and item (columns).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((40, 12)) < 0.6).astype(float)
+    >>> est = Rasch(method="cml").fit(Y)
+    >>> p = icc(np.array([-1.0, 0.0, 1.0]), item_parameters(est))  # P(correct), ability x item
+    >>> p.shape, bool(np.all(np.diff(p, axis=0) > 0))  # rises with ability
+    ((3, 12), True)
+    """
     theta = np.asarray(theta, dtype=float)
     s = expit(params.a[None, :] * (theta[:, None] - params.b[None, :]))
     return params.c[None, :] + (1 - params.c[None, :]) * s
@@ -124,7 +145,18 @@ def item_information(theta: np.ndarray, params: ItemParameters) -> np.ndarray:
 
 
 def test_information(theta: np.ndarray, params: ItemParameters) -> np.ndarray:
-    """Test information ``sum_j I_j(theta)`` over the usable items."""
+    """Test information ``sum_j I_j(theta)`` over the usable items.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((40, 12)) < 0.6).astype(float)
+    >>> est = Rasch(method="cml").fit(Y)
+    >>> info = test_information(np.array([-1.0, 0.0, 1.0]), item_parameters(est))
+    >>> info.shape, bool(np.all(info > 0))
+    ((3,), True)
+    """
     return item_information(theta, params.take(params.usable)).sum(axis=1)
 
 

@@ -233,42 +233,9 @@ def read_responses(path: str | os.PathLike, *, format: str = "wide", kind: str =
             raise InputError(f"{exc} (if the file has no header row, pass --no-header; API: "
                              "header=False)") from None
     else:
-        frame = _read_headerless(path)
+        frame = read_table(path, header=False)
     if format == "long":
         return responses_from_long(frame, model_col=model_col, item_col=item_col,
                                    response_col=response_col, kind=kind, where=where)
     return responses_from_wide(frame, kind=kind, header=header, transpose=transpose,
                                where=where)
-
-
-def _read_headerless(path: str | os.PathLike) -> pd.DataFrame | np.ndarray:
-    """A CSV/TSV file without a header row, with read_table's file checks.
-
-    Returns a 2-D array of strings: a string DataFrame of 12 x 41,871 cells
-    (``read_table``'s result) takes minutes to build on this machine.
-    """
-    import csv
-    import io
-    from pathlib import Path
-
-    from evalcert import tables
-
-    path = Path(path)
-    fmt = tables.table_format(path)
-    if fmt not in ("csv", "tsv"):
-        raise InputError(f"{path}: --no-header applies to CSV/TSV files; a {fmt} file names "
-                         "its columns")
-    head = tables._check_file(path)
-    if any(head.startswith(magic) for magic in tables._MAGIC):
-        return read_table(path)                     # refused there with the usual message
-    text = tables._decode(path, path.read_bytes())
-    rows = [r for r in csv.reader(io.StringIO(text), delimiter="\t" if fmt == "tsv" else ",")
-            if any(c.strip() for c in r)]
-    if not rows:
-        raise InputError(f"{path} is empty; give a file with data")
-    width = len(rows[0])
-    bad = [k + 1 for k, r in enumerate(rows) if len(r) != width]
-    if bad:
-        raise InputError(f"{path}: {len(bad)} rows do not have {width} fields like the first "
-                         f"(first at data row {bad[0]}); check the delimiter and quoting")
-    return np.array(rows, dtype=object)

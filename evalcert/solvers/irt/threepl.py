@@ -7,7 +7,7 @@
 slopes. The floor ``c_j`` is either fixed for every item (``guessing=1/n``)
 or estimated per item under a ``Beta(alpha, beta)`` prior
 (``guessing_prior``, default ``(6, 16)``: mean 0.27, BILOG-MG's default for
-four choices). Slopes get the 2PL's ``N(1, 1/slope_prior)`` prior
+four choices). Slopes get an ``N(1, 1/slope_prior)`` prior
 (``slope_prior=0`` removes it). Abilities are integrated out under
 ``theta ~ N(0, 1)`` and the marginal log-likelihood (plus log-priors) is
 maximised directly by L-BFGS with its exact gradient (:mod:`~.marginal`);
