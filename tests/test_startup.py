@@ -62,14 +62,14 @@ def test_spelled_out_choice_lists_match_the_library():
     from evalcert.benchmarking import FAMILIES, PROFILES
     from evalcert.diagnostics.sampling import HOLDOUT_SCHEMES, REGIMES
     from evalcert.parallel import BACKENDS
-    from evalcert.solvers.backends import CVXPY_SOLVERS, DIRECT_BACKENDS
+    from evalcert.solvers.backends import CVXPY_SOLVERS, DIRECT_BACKENDS, QPSOLVERS_BACKENDS
     from evalcert.solvers.irt import MODELS
 
     assert cirt.MODELS == tuple(sorted(MODELS))
     assert cbench.FAMILIES == tuple(FAMILIES) and cbench.PROFILES == tuple(PROFILES)
     assert cdiag.REGIMES == tuple(REGIMES) and cdiag.BACKENDS == tuple(BACKENDS)
     assert cdiag.HOLDOUT_SCHEMES == tuple(HOLDOUT_SCHEMES)
-    assert cfit.SOLVERS == (*DIRECT_BACKENDS, *CVXPY_SOLVERS)
+    assert cfit.SOLVERS == (*DIRECT_BACKENDS, *CVXPY_SOLVERS, *QPSOLVERS_BACKENDS)
 
 
 def test_lazy_solvers_package_keeps_gini_projection_the_function():

@@ -7,7 +7,8 @@ import argparse
 from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
 
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
-SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos")
+SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos", "qpsolvers-piqp",
+           "qpsolvers-proxqp", "qpsolvers-daqp", "qpsolvers-highs", "qpsolvers-cvxopt")
 #: largest ridge weight the CLI takes: 2 (cells + lam) must stay finite in the QP's
 #: Hessian (lam = 1e308 overflowed to inf and the solver raised an untyped ValueError)
 MAX_LAM = 1e100
@@ -27,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--box", choices=["all", "observed", "none"], default="all",
                    help="where |theta_i - b_j| <= 1 is enforced (default all cells)")
     p.add_argument("--solver", default="native", choices=SOLVERS,
-                   help="backend (default native; osqp..ecos go through CVXPY)")
+                   help="backend (default native; osqp..ecos go through CVXPY, qpsolvers-* "
+                        "through qpsolvers)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
     p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     p.set_defaults(func=run)
@@ -36,11 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from evalcert.data import read_scores
     from evalcert.outputs import check_outputs
-    from evalcert.solvers.backends import check_backend
+    from evalcert.solvers.backends import check_qp_backend
     from evalcert.solvers.clipped_linear import ClippedLinear
 
     check_outputs({"--json": args.json}, inputs=[args.scores], force=args.force)
-    check_backend(args.solver)
+    check_qp_backend(args.solver)
     S = read_scores(args.scores, format=args.format)
     model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
     print(model.result_.summary())

@@ -32,7 +32,7 @@ import pandas as pd
 from evalcert.data import ScoreMatrix, bipartite_components
 from evalcert.errors import ConnectivityError, InputError, SolverError
 from evalcert.results import ResultMixin, Stopwatch, Timings, format_table
-from evalcert.solvers.backends import CVXPY_SOLVERS, check_backend
+from evalcert.solvers.backends import CVXPY_SOLVERS, check_qp_backend
 from evalcert.solvers.backends.base import CostEstimate, SolveSettings, check_cost
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
 from evalcert.solvers.clipped_linear_qp import (BOX_MODES, Design, binding_constraints,
@@ -110,6 +110,10 @@ def _require_connected(S: ScoreMatrix, design: Design, keep: np.ndarray) -> None
             f"components of (agents, items) sizes {sizes[:10]}{'...' if n_comp > 10 else ''}; "
             "abilities of different components are not comparable. Give weight to cells that "
             "link them (or fit each component separately)", sizes)
+
+
+#: the largest ridge weight accepted: the QP's Hessian 2 (D'D + lam I) must stay finite
+LAM_MAX = 1e100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,7 +281,9 @@ class ClippedLinear:
         clipped afterwards (and counted in ``result_.n_clipped``).
     solver : str, default "native"
         ``native`` (evalcert's active-set method, no CVXPY), ``osqp-direct``,
-        or through CVXPY ``osqp``, ``clarabel``, ``scs``, ``ecos``.
+        through CVXPY ``osqp``, ``clarabel``, ``scs``, ``ecos``, or through
+        qpsolvers ``qpsolvers-piqp``, ``-proxqp``, ``-daqp``, ``-highs``,
+        ``-cvxopt`` (``pip install "evalcert[qp]"``; no refit caches).
         ``result_.solver`` says which native path ran: ``direct`` (Schur
         complement factorisations, exact to rounding) on small designs,
         ``pcg`` (preconditioned conjugate gradients, O(cells) per iteration)
@@ -329,14 +335,15 @@ class ClippedLinear:
         return state
 
     def _check_params(self) -> None:
-        if not (isinstance(self.lam, (int, float)) and np.isfinite(self.lam) and self.lam >= 0):
-            raise InputError(f"lam must be a finite number >= 0, got {self.lam!r}")
+        if not (isinstance(self.lam, (int, float)) and 0 <= self.lam <= LAM_MAX):
+            # beyond LAM_MAX the Hessian 2 (D'D + lam I) overflows (lam=1e308 -> inf)
+            raise InputError(f"lam must be a number in [0, {LAM_MAX:g}], got {self.lam!r}")
         if self.box not in BOX_MODES:
             raise InputError(f"box must be one of {BOX_MODES}, got {self.box!r}")
         if not (isinstance(self.time_limit, (int, float)) and self.time_limit > 0):
             raise InputError(f"time_limit must be a positive number of seconds, got "
                              f"{self.time_limit!r}")
-        check_backend(self.solver)
+        check_qp_backend(self.solver)
 
     def fit(self, S: Any, sample_weight: np.ndarray | None = None) -> "ClippedLinear":
         """Fit Eq. 7 to the observed cells of ``S``.
@@ -478,9 +485,12 @@ class ClippedLinear:
                 # new optimum (seen on ~1% of bootstrap refits); the cold start
                 # of a first fit is the documented second try.
                 raw = solve(x0=cold, y0=None)
-        else:
+        elif self.solver == "osqp-direct":
             from evalcert.solvers.backends import osqp_direct
             raw = osqp_direct.solve(qp, settings, x0=x0, y0=y0, cache=self._structure[2])
+        else:
+            from evalcert.solvers.backends import solve_qp
+            raw = solve_qp(self.solver, qp, settings, x0=x0, y0=y0)
         sw.seconds["compile"] = raw.setup_time
         sw.seconds["solve"] = raw.solve_time
         return raw

@@ -20,7 +20,8 @@ from evalcert.errors import BackendUnavailableError
 from evalcert.solvers.backends.base import RawSolution, SolveSettings
 
 __all__ = ["RawSolution", "SolveSettings", "CVXPY_SOLVERS", "QPSOLVERS_BACKENDS",
-           "available_backends", "available_qpsolvers", "check_backend", "solve_qp"]
+           "available_backends", "available_qpsolvers", "check_backend", "check_qp_backend",
+           "solve_qp"]
 
 #: Backends that go through CVXPY, mapped to CVXPY's solver name and the
 #: Python module that provides it.
@@ -33,9 +34,9 @@ DIRECT_BACKENDS = {"native": "scipy", "osqp-direct": "osqp"}
 #: Backends through qpsolvers (:mod:`evalcert.solvers.backends.qpsolvers_`),
 #: named ``qpsolvers-<solver>``, mapped to qpsolvers' solver name and the module
 #: that provides the solver. Offered by :func:`available_qpsolvers` (the
-#: benchmark and :func:`solve_qp` use them); ``ClippedLinear(solver=...)``
-#: keeps the hand-written routes, which add refit caches (native
-#: factorisations, OSQP's set-up workspace, CVXPY's compiled DPP problem).
+#: benchmark, :func:`solve_qp` and ``ClippedLinear(solver=...)`` take them);
+#: the hand-written routes add refit caches (native factorisations, OSQP's
+#: set-up workspace, CVXPY's compiled DPP problem) that these do not have.
 QPSOLVERS_BACKENDS = {"qpsolvers-piqp": ("piqp", "piqp"),
                       "qpsolvers-proxqp": ("proxqp", "proxsuite"),
                       "qpsolvers-daqp": ("daqp", "daqp"),
@@ -79,14 +80,10 @@ def solve_qp(name: str, qp, settings: SolveSettings | None = None, x0=None, y0=N
     :func:`~evalcert.solvers.certificates.qp_certificate`.
     """
     settings = SolveSettings() if settings is None else settings
+    check_qp_backend(name)
     if name in QPSOLVERS_BACKENDS:
-        if name not in available_qpsolvers():
-            raise BackendUnavailableError(
-                f"{name} is not installed here (pip install \"evalcert[qp]\"); available: "
-                f"{', '.join(available_backends() + available_qpsolvers())}")
         from evalcert.solvers.backends import qpsolvers_
         return qpsolvers_.solve(qp, QPSOLVERS_BACKENDS[name][0], settings, x0=x0, y0=y0)
-    check_backend(name)
     if name == "native":
         from evalcert.solvers.backends import native
         return native.solve(qp, settings, x0=x0, y0=y0, cache=cache)
@@ -118,3 +115,21 @@ def check_backend(name: str) -> str:
             f"solver {name!r} is not installed here; available: {', '.join(available_backends())}"
             + (" (pip install ecos)" if name == "ecos" else ""))
     return name
+
+
+def check_qp_backend(name: str) -> str:
+    """:func:`check_backend`, plus the ``qpsolvers-<solver>`` routes: the backends
+    that take a standard-form QP (:func:`solve_qp`, ``ClippedLinear``).
+
+    Examples
+    --------
+    >>> check_qp_backend("native")
+    'native'
+    """
+    if name in QPSOLVERS_BACKENDS:
+        if name not in available_qpsolvers():
+            raise BackendUnavailableError(
+                f"{name} is not installed here (pip install \"evalcert[qp]\"); available: "
+                f"{', '.join(available_backends() + available_qpsolvers())}")
+        return name
+    return check_backend(name)
