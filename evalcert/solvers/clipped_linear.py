@@ -505,3 +505,28 @@ class ClippedLinear:
                        "K x J matrix", "use theta_[i] - b_[j] for the cells you need")
         pred = self.theta_[:, None] - self.b_[None, :]
         return np.clip(pred, *self.bounds_) if self.box == "none" else pred
+
+    def predict_cells(self, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+        """``theta_i - b_j`` at the cells ``(rows[k], cols[k])`` only (clipped to the
+        bounds for ``box="none"``, as :meth:`predict`): O(cells), no K x J matrix.
+
+        Examples
+        --------
+        >>> from evalcert import ClippedLinear, demo_scores
+        >>> S = demo_scores()
+        >>> m = ClippedLinear().fit(S)
+        >>> rows, cols, _ = S.cells()
+        >>> bool(np.allclose(m.predict_cells(rows, cols), m.predict()[rows, cols]))
+        True
+        """
+        if not hasattr(self, "theta_"):
+            raise InputError("this ClippedLinear is not fitted yet; call fit(S) first")
+        rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+        if rows.shape != cols.shape:
+            raise InputError(f"rows and cols must have one shape, got {rows.shape} and "
+                             f"{cols.shape}")
+        K, J = len(self.theta_), len(self.b_)
+        if rows.size and (rows.min() < 0 or rows.max() >= K or cols.min() < 0 or cols.max() >= J):
+            raise InputError(f"cell indices out of range for a {K} x {J} fit")
+        pred = self.theta_[rows] - self.b_[cols]
+        return np.clip(pred, *self.bounds_) if self.box == "none" else pred

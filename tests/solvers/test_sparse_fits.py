@@ -253,3 +253,13 @@ def test_cost_estimate_grows_with_cells_not_matrix_size():
     assert estimate_cost("native", 10_000, 10_000_000, 20_000_000).nbytes < 2 * small.nbytes
     dense = estimate_cost("clarabel", 5000, 5000, 25_000_000)
     assert dense.nbytes > 10 * 2 ** 30                 # the CVXPY route that died at 5000^2
+
+
+@pytest.mark.parametrize("box", ["all", "none"])
+def test_predict_cells_equals_the_dense_prediction_at_those_cells(box):
+    S = _scores(30, 60, 0.3, 11, spread=6.0)
+    m = ClippedLinear(box=box).fit(S)
+    rows, cols, _ = S.cells()
+    np.testing.assert_array_equal(m.predict_cells(rows, cols), m.predict()[rows, cols])
+    with pytest.raises(InputError, match="out of range"):
+        m.predict_cells(np.array([30]), np.array([0]))
