@@ -29,37 +29,35 @@ PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg"
                  ".tiff", ".webp", ".pgf", ".raw", ".rgba")
 
 
-def _int(text: str, what: str) -> int:
+def _checked(convert, text: str, what: str, ok):
+    """``convert(text)`` when it parses and ``ok`` holds of it; otherwise the parser's
+    refusal ``must be {what}, got {text!r}``."""
     try:
-        return int(text)
+        value = convert(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-
-
-def _float(text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}") from None
-    if not math.isfinite(value):
+    if not ok(value):
         raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
     return value
 
 
+def _int(text: str, what: str, ok=lambda value: True) -> int:
+    return _checked(int, text, what, ok)
+
+
+def _float(text: str, what: str, ok=lambda value: True) -> float:
+    """Never nan or inf, whatever ``ok`` says."""
+    return _checked(float, text, what, lambda value: math.isfinite(value) and ok(value))
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1 (counts of seeds, rectangles, workers)."""
-    value = _int(text, "a positive integer")
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return value
+    return _int(text, "a positive integer", lambda value: value >= 1)
 
 
 def nonnegative_int(text: str) -> int:
     """An integer >= 0 (seeds, optional resample counts)."""
-    value = _int(text, "an integer >= 0")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}")
-    return value
+    return _int(text, "an integer >= 0", lambda value: value >= 0)
 
 
 def int_range(low: int, high: int):
@@ -70,11 +68,7 @@ def int_range(low: int, high: int):
     10
     """
     def parse(text: str) -> int:
-        value = _int(text, f"an integer in [{low}, {high}]")
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be an integer in [{low}, {high}], got "
-                                             f"{text!r}")
-        return value
+        return _int(text, f"an integer in [{low}, {high}]", lambda value: low <= value <= high)
 
     parse.__name__ = f"integer in [{low}, {high}]"
     return parse
@@ -90,10 +84,8 @@ def float_range(low: float, high: float, *, low_open: bool = False):
     span = f"{'(' if low_open else '['}{low:g}, {high:g}]"
 
     def parse(text: str) -> float:
-        value = _float(text, f"a number in {span}")
-        if not (low < value if low_open else low <= value) or value > high:
-            raise argparse.ArgumentTypeError(f"must be a number in {span}, got {text!r}")
-        return value
+        return _float(text, f"a number in {span}",
+                      lambda value: (low < value if low_open else low <= value) and value <= high)
 
     parse.__name__ = f"number in {span}"
     return parse
@@ -106,39 +98,24 @@ def finite_float(text: str) -> float:
 
 def positive_float(text: str) -> float:
     """A finite number > 0."""
-    value = _float(text, "a finite number > 0")
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
+    return _float(text, "a finite number > 0", lambda value: value > 0)
 
 
 def nonnegative_float(text: str) -> float:
     """A finite number >= 0 (ridge weights)."""
-    value = _float(text, "a finite number >= 0")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+    return _float(text, "a finite number >= 0", lambda value: value >= 0)
 
 
 def probability(text: str) -> float:
     """A number in [0, 1]."""
-    value = _float(text, "a number in [0, 1]")
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
-    return value
+    return _float(text, "a number in [0, 1]", lambda value: 0 <= value <= 1)
 
 
 def open_probability(text: str) -> float:
     """A number in (0, 1) (a held-out fraction: some cells held out, some kept)."""
-    value = _float(text, "a number in (0, 1)")
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), got {text!r}")
-    return value
+    return _float(text, "a number in (0, 1)", lambda value: 0 < value < 1)
 
 
 def fraction(text: str) -> float:
     """A number in (0, 1] (a fraction of rows or columns to keep)."""
-    value = _float(text, "a number in (0, 1]")
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
-    return value
+    return _float(text, "a number in (0, 1]", lambda value: 0 < value <= 1)

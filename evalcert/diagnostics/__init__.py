@@ -5,20 +5,25 @@ from evalcert.diagnostics.baselines import (IsotonicCalibrated, MeanImputedSVD,
                                             NuclearNormCompletion, RaschLeastSquares,
                                             UVFactorization)
 from evalcert.diagnostics.bootstrap import BootstrapResult, bootstrap_fidelity
-from evalcert.diagnostics.connectivity import DCoreResult, dcore_mask, enforce_dcore
+from evalcert.diagnostics.connectivity import (DCoreResult, dcore_cells, dcore_mask,
+                                               enforce_dcore, enforce_dcore_cells)
 from evalcert.diagnostics.curl import CurlResult, curl_test, link_transform, sample_rectangles
 from evalcert.diagnostics.experiments import (baseline_comparison, coverage_sweep,
                                               sparse_recovery)
+from evalcert.diagnostics.masks import holdout_cells
 from evalcert.diagnostics.metrics import (FidelityMetrics, fidelity, holdout_rmse,
                                           partition_vector, ranking_auc, read_agent_labels)
-from evalcert.diagnostics.sampling import SamplingResult, holdout_mask, sample_training
+from evalcert.diagnostics.sampling import (SamplingResult, holdout_mask, holdout_on_cells,
+                                           sample_training, sample_training_cells)
 from evalcert.diagnostics.tvdmi import (TVDMIScores, read_tvdmi_examples, scores_from_pairwise,
                                         tvdmi_scores)
 
 __all__ = ["IsotonicCalibrated", "MeanImputedSVD", "NuclearNormCompletion", "RaschLeastSquares",
            "UVFactorization", "BootstrapResult", "bootstrap_fidelity", "DCoreResult",
-           "dcore_mask", "enforce_dcore", "CurlResult", "curl_test", "link_transform",
-           "sample_rectangles", "baseline_comparison", "coverage_sweep", "sparse_recovery",
-           "FidelityMetrics", "fidelity", "holdout_rmse", "partition_vector", "ranking_auc",
-           "read_agent_labels", "SamplingResult", "holdout_mask", "sample_training",
-           "TVDMIScores", "read_tvdmi_examples", "scores_from_pairwise", "tvdmi_scores"]
+           "dcore_cells", "dcore_mask", "enforce_dcore", "enforce_dcore_cells", "CurlResult",
+           "curl_test", "link_transform", "sample_rectangles", "baseline_comparison",
+           "coverage_sweep", "sparse_recovery", "holdout_cells", "FidelityMetrics", "fidelity",
+           "holdout_rmse", "partition_vector", "ranking_auc", "read_agent_labels",
+           "SamplingResult", "holdout_mask", "holdout_on_cells", "sample_training",
+           "sample_training_cells", "TVDMIScores", "read_tvdmi_examples", "scores_from_pairwise",
+           "tvdmi_scores"]

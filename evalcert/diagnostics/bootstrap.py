@@ -13,20 +13,8 @@ problem; tasks of ``chunk_size`` replicates run through
 scattered once per worker). Replicate ``b`` draws from the ``b``-th
 child of ``SeedSequence(seed)``, so the output does not depend on the backend
 or the chunking. Weights are one per training cell (order of
-``S.restrict(train).cells()``): memory O(observed cells).
-
-Example
--------
->>> import numpy as np
->>> from evalcert.data import ScoreMatrix
->>> from evalcert.diagnostics.baselines import RaschLeastSquares
->>> rng = np.random.default_rng(0)
->>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 8), rng.normal(0, .3, 20))
-...                            + rng.normal(0, .05, (8, 20)), -1, 1))
->>> hold = np.random.default_rng(1).random(S.shape) < 0.2
->>> res = bootstrap_fidelity(RaschLeastSquares("identity"), S, ~hold, hold, n_boot=20, n_jobs=1)
->>> res.intervals["rmse"][0] <= res.estimate.rmse <= res.intervals["rmse"][1]
-True
+``S.restrict(train).cells()``): memory O(observed cells). See
+:func:`bootstrap_fidelity` for an example.
 """
 
 from __future__ import annotations
@@ -70,17 +58,14 @@ class BootstrapResult(ResultMixin):
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from evalcert.data import ScoreMatrix
-    >>> from evalcert.diagnostics.baselines import RaschLeastSquares
-    >>> rng = np.random.default_rng(0)
-    >>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 8), rng.normal(0, .3, 20))
-    ...                            + rng.normal(0, .05, (8, 20)), -1, 1))
-    >>> hold = np.random.default_rng(1).random(S.shape) < 0.2
-    >>> res = bootstrap_fidelity(RaschLeastSquares("identity"), S, ~hold, hold, n_boot=20, n_jobs=1)
-    >>> low, high = res.intervals["rmse"]  # a 95% interval per metric
-    >>> res.n_boot, res.confidence, bool(0 < low < high)
-    (20, 0.95, True)
+    Returned by :func:`bootstrap_fidelity` (see its example):
+
+    >>> from evalcert.diagnostics.metrics import FidelityMetrics
+    >>> estimate = FidelityMetrics(0.05, None, None, None, n_train=120, n_holdout=30, coverage=0.75)
+    >>> res = BootstrapResult(estimate, {"rmse": (0.04, 0.06)}, n_boot=20, seed=0, confidence=0.95,
+    ...                       n_redrawn=0, replicates={})
+    >>> res.intervals["rmse"], res.estimate.rmse
+    ((0.04, 0.06), 0.05)
     """
 
     estimate: FidelityMetrics
@@ -169,6 +154,20 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
         ``n_jobs=1`` every refit reuses the given model object in this process;
         otherwise each task gets a copy of the model taken before any fit
         (fitted solvers may hold factorisations that cannot be pickled).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.data import ScoreMatrix
+    >>> from evalcert.diagnostics.baselines import RaschLeastSquares
+    >>> rng = np.random.default_rng(0)
+    >>> S = ScoreMatrix.from_array(np.clip(np.add.outer(rng.normal(0, .3, 8), rng.normal(0, .3, 20))
+    ...                            + rng.normal(0, .05, (8, 20)), -1, 1))
+    >>> hold = np.random.default_rng(1).random(S.shape) < 0.2
+    >>> res = bootstrap_fidelity(RaschLeastSquares("identity"), S, ~hold, hold, n_boot=20, n_jobs=1)
+    >>> low, high = res.intervals["rmse"]  # a 95% interval per metric
+    >>> res.n_boot, res.confidence, bool(0 < low < high), bool(low <= res.estimate.rmse <= high)
+    (20, 0.95, True, True)
     """
     train, holdout = S.cell_mask(train), S.cell_mask(holdout)
     in_process = backend == "loky" and n_jobs == 1

@@ -55,9 +55,32 @@ def dcore_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], d: i
                 keep: np.ndarray | None = None) -> np.ndarray:
     """Cells of the d-core, on cells: repeatedly drop rows and columns with fewer than ``d``.
 
-    ``rows, cols`` are cell coordinates; ``keep`` (boolean over the cells,
-    default all) is the design. Returns the boolean vector of the d-core's
-    cells. O(cells) per round.
+    :func:`dcore_mask` without a K x J array: O(cells) per round.
+
+    Parameters
+    ----------
+    rows, cols : ndarray of int, shape (n,)
+        Cell coordinates (e.g. those of ``S.cells()``).
+    shape : tuple of int
+        ``(K, J)``.
+    d : int
+        Minimum number of cells of every kept row and column.
+    keep : ndarray of bool, shape (n,), optional
+        The design among the cells (default all); not modified.
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        The d-core's cells.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows, cols = np.nonzero(np.ones((4, 5), dtype=bool))
+    >>> keep = ~((rows == 0) & (cols > 0))  # agent 0 has a single item
+    >>> core = dcore_cells(rows, cols, (4, 5), 2, keep)
+    >>> np.bincount(rows[core], minlength=4).tolist()  # the 2-core drops it
+    [0, 5, 5, 5]
     """
     K, J = shape
     keep = np.ones(len(rows), bool) if keep is None else np.array(keep, dtype=bool)
@@ -216,6 +239,34 @@ def enforce_dcore_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, in
     result's ``mask`` is a boolean vector over the same cells. With cells in
     row-major order it draws exactly what :func:`enforce_dcore` draws on the
     equivalent masks.
+
+    Parameters
+    ----------
+    rows, cols : ndarray of int, shape (n,)
+        Coordinates of the candidate cells.
+    shape : tuple of int
+        ``(K, J)``.
+    design : ndarray of bool, shape (n,)
+        The design to enforce the d-core on.
+    d, method, pool, seed
+        As in :func:`enforce_dcore`, with ``pool`` a boolean vector like ``design``.
+
+    Returns
+    -------
+    DCoreResult
+        With ``mask`` a boolean vector over the cells.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows, cols = np.nonzero(np.ones((4, 4), dtype=bool))
+    >>> out = enforce_dcore_cells(rows, cols, (4, 4), rows == cols, d=2, pool=np.ones(16, bool),
+    ...                           seed=0)
+    >>> out.satisfied, out.n_added >= 4, out.mask.shape
+    (True, True, (16,))
+    >>> dense = enforce_dcore(np.eye(4, dtype=bool), d=2, pool=np.ones((4, 4), bool), seed=0)
+    >>> bool(np.array_equal(out.mask, dense.mask.ravel()))  # the same draws
+    True
     """
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     design = np.asarray(design)

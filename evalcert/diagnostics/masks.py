@@ -167,6 +167,25 @@ def holdout_cells(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int], sc
     rows times ``frac`` of the columns). Randomness is drawn per observed cell,
     in the dense functions' order, so a complete matrix gets exactly their mask.
 
+    Parameters
+    ----------
+    rows, cols : ndarray of int, shape (n,)
+        The observed cells, in row-major order.
+    shape : tuple of int
+        ``(K, J)``.
+    scheme : {"entrywise", "row", "column", "L"}
+        See above (:data:`CELL_SCHEMES`).
+    frac, seed, exposure
+        As in the dense functions (:func:`entrywise_mask`, :func:`row_holdout_mask`, ...).
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        The held-out cells.
+
+    Examples
+    --------
+    >>> import numpy as np
     >>> r, c = np.nonzero(np.ones((4, 5), bool))
     >>> bool(np.array_equal(holdout_cells(r, c, (4, 5), "entrywise", 0.25, seed=0),
     ...                     entrywise_mask((4, 5), 0.25, seed=0).ravel()))

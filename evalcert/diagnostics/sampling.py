@@ -86,6 +86,27 @@ def holdout_on_cells(S: ScoreMatrix, fraction: float = 0.2, seed: int = 0,
     Randomness is drawn per observed cell, so a complete matrix gets exactly
     the cells of :func:`holdout_mask`; with missing cells the draw differs but
     has the same distribution.
+
+    Parameters
+    ----------
+    S : ScoreMatrix
+        The scores; only their observed cells are used.
+    fraction, seed, scheme
+        As in :func:`holdout_mask`.
+
+    Returns
+    -------
+    ndarray of bool, shape (S.n_observed,)
+        The held-out cells, in the order of ``S.cells()``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.data import ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.zeros((4, 5)))
+    >>> hold = holdout_on_cells(S, 0.25, seed=0)
+    >>> hold.shape, bool(np.array_equal(hold, holdout_mask(S.observed, 0.25, seed=0).ravel()))
+    ((20,), True)
     """
     if scheme not in HOLDOUT_SCHEMES:
         raise InputError(f"unknown holdout scheme {scheme!r}; choose one of {tuple(HOLDOUT_SCHEMES)}")
@@ -215,6 +236,32 @@ def sample_training_cells(S: ScoreMatrix, holdout: np.ndarray, regime: Regime, *
     result's ``mask`` is a boolean vector over ``S.cells()``. The draws are
     those of :func:`sample_training` on ``S.observed`` (``hybrid`` draws one
     number per observed cell).
+
+    Parameters
+    ----------
+    S : ScoreMatrix
+        The scores; the design is drawn among their observed cells.
+    holdout : ndarray of bool, shape (S.n_observed,) or (K, J)
+        Cells never used for training (e.g. from :func:`holdout_on_cells`).
+    regime, alpha, beta, C, d, seed
+        As in :func:`sample_training`.
+
+    Returns
+    -------
+    SamplingResult
+        With ``mask`` a boolean vector over ``S.cells()``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.data import ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.zeros((30, 200)))
+    >>> design = sample_training_cells(S, holdout_on_cells(S, 0.2, seed=0), "nlogn", C=1.6,
+    ...                                seed=1)
+    >>> dense = sample_training(S.observed, holdout_mask(S.observed, 0.2, seed=0), "nlogn",
+    ...                         C=1.6, seed=1)
+    >>> design.mask.shape, bool(np.array_equal(design.mask, dense.mask.ravel()))
+    ((6000,), True)
     """
     rows, cols, _ = S.cells()
     return _sample(rows, cols, S.shape, S.cell_mask(holdout), regime, alpha, beta, C, d, seed)

@@ -65,7 +65,14 @@ def available_backends() -> list[str]:
 
 def available_qpsolvers() -> list[str]:
     """Names of the ``qpsolvers-<solver>`` backends installed here (a missing
-    solver, or qpsolvers itself, is skipped, not fatal)."""
+    solver, or qpsolvers itself, is skipped, not fatal).
+
+    Examples
+    --------
+    >>> names = available_qpsolvers()  # depends on what is installed
+    >>> set(names) <= set(QPSOLVERS_BACKENDS), all(n.startswith("qpsolvers-") for n in names)
+    (True, True)
+    """
     if not _installed("qpsolvers"):
         return []
     return [n for n, (_, mod) in QPSOLVERS_BACKENDS.items() if _installed(mod)]
@@ -78,6 +85,20 @@ def solve_qp(name: str, qp, settings: SolveSettings | None = None, x0=None, y0=N
 
     The answer is not checked here: pass ``(x, y)`` to
     :func:`~evalcert.solvers.certificates.qp_certificate`.
+
+    Examples
+    --------
+    Minimise ``x^2/2 - 2x`` subject to ``-1 <= x <= 1`` (optimum on the bound):
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from evalcert.solvers.certificates import QP, qp_certificate
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))
+    >>> sol = solve_qp("native", qp)
+    >>> sol.ok, np.round(sol.x, 8).tolist(), np.round(sol.y, 8).tolist()
+    (True, [1.0], [1.0])
+    >>> qp_certificate(qp, sol.x, sol.y).passed
+    True
     """
     settings = SolveSettings() if settings is None else settings
     check_qp_backend(name)

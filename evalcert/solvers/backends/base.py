@@ -31,6 +31,14 @@ class SolveSettings:
         Extra keyword arguments passed to the solver as they are.
     verbose : bool
         Show progress (tqdm on stderr) for iterative solves past a few seconds.
+
+    Examples
+    --------
+    >>> settings = SolveSettings(time_limit=10.0, options={"polish": False})
+    >>> settings.max_iter, settings.warm_start, settings.tolerance.abs_tol > 0
+    (200000, True, True)
+    >>> solver_options("osqp", settings)["polish"]  # options override the mapped ones
+    False
     """
 
     tolerance: Tolerance = Tolerance()
@@ -48,6 +56,13 @@ class RawSolution:
     ``ok`` is the solver's own claim of success; ``x``/``y`` may be ``None``
     when it produced nothing. ``path`` names the method a backend picked
     (the native solver's ``direct`` or ``pcg``), empty when it has one.
+
+    Examples
+    --------
+    >>> sol = RawSolution(x=np.array([1.0]), y=np.array([1.0]), status="solved", ok=True,
+    ...                   iterations=3, setup_time=0.0, solve_time=0.001)
+    >>> sol.ok, sol.status, sol.path
+    (True, 'solved', '')
     """
 
     x: np.ndarray | None
@@ -65,6 +80,13 @@ def solver_options(backend: str, settings: SolveSettings) -> dict:
 
     The solver is asked for 100x more accuracy than the certificate demands,
     since solvers measure residuals on scaled problems.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.certificates import Tolerance
+    >>> opts = solver_options("osqp", SolveSettings(tolerance=Tolerance(1e-6, 1e-6)))
+    >>> bool(abs(opts["eps_abs"] - 1e-8) < 1e-20), opts["polish"]
+    (True, True)
     """
     eps = min(settings.tolerance.abs_tol, settings.tolerance.rel_tol) * 1e-2
     table = {
@@ -87,7 +109,14 @@ def solver_options(backend: str, settings: SolveSettings) -> dict:
 @dataclasses.dataclass(frozen=True)
 class CostEstimate:
     """Rough peak memory (bytes) and time (seconds, 2 shared cores) of one
-    clipped-linear fit, from its size alone (see :func:`estimate_cost`)."""
+    clipped-linear fit, from its size alone (see :func:`estimate_cost`).
+
+    Examples
+    --------
+    >>> est = estimate_cost("native", 100, 50, 2000)
+    >>> est.backend, est.nbytes  # 160 bytes a cell + 200 a variable
+    ('native', 350000)
+    """
 
     backend: str
     nbytes: int
@@ -149,6 +178,11 @@ def check_cost(backend: str, n_agents: int, n_items: int, n_cells: int, box: str
     Raises :class:`~evalcert.errors.InputError` (via
     :func:`evalcert.memory.require_memory`) with the estimate and the backend
     that would fit, before anything large is allocated.
+
+    Examples
+    --------
+    >>> check_cost("native", 100, 50, 2000).nbytes < SMALL_FIT_BYTES  # small: not checked
+    True
     """
     from evalcert.memory import format_bytes, memory_available, require_memory
 

@@ -87,6 +87,15 @@ class ClippedLinearProgram:
         Build the weighted form (bootstrap multiplicities as a parameter).
     bounds : (float, float)
         The box ``lo <= theta_i - b_j <= hi``.
+
+    Examples
+    --------
+    >>> design = Design.from_cells(2, 2, np.array([0, 0, 1]), np.array([0, 1, 1]))
+    >>> program = ClippedLinearProgram(design, box="all", weighted=False)
+    >>> sol = program.solve(np.array([0.5, 0.0, -0.5]), np.ones(3), 0.0, "clarabel",
+    ...                     SolveSettings())
+    >>> sol.ok, sol.x.shape  # theta (2), b (2) and the two box auxiliaries
+    (True, (6,))
     """
 
     def __init__(self, design: Design, box: str, weighted: bool,
@@ -137,7 +146,17 @@ class ClippedLinearProgram:
 
 
 def solve_qp(qp: QP, backend: str, settings: SolveSettings = SolveSettings()) -> RawSolution:
-    """Solve a generic standard-form QP through CVXPY (no parameter reuse)."""
+    """Solve a generic standard-form QP through CVXPY (no parameter reuse).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
+    >>> sol = solve_qp(qp, "clarabel")
+    >>> sol.ok, bool(abs(sol.x[0] - 1.0) < 1e-6), bool(abs(sol.y[0] - 1.0) < 1e-6)
+    (True, True, True)
+    """
     z = cp.Variable(qp.n)
     parts = _row_constraints(z, qp)
     obj = 0.5 * cp.quad_form(z, cp.psd_wrap(qp.P)) + qp.q @ z

@@ -406,6 +406,15 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
         Factorisations kept by the caller across solves that share ``P`` and
         ``A`` (refits on new scores): a warm refit whose active set does not
         change costs one back-substitution.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
+    >>> sol = solve(qp)
+    >>> sol.ok, np.round(sol.x, 8).tolist(), np.round(sol.y, 8).tolist()
+    (True, [1.0], [1.0])
     """
     from tqdm.auto import tqdm
 

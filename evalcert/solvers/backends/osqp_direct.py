@@ -31,6 +31,15 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
     clipped-linear ``P`` keeps zero weights as explicit entries, so its
     pattern is that of the design) also updates ``P``'s values, reusing
     OSQP's symbolic factorisation.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
+    >>> sol = solve(qp)
+    >>> sol.ok, bool(abs(sol.x[0] - 1.0) < 1e-6), bool(abs(sol.y[0] - 1.0) < 1e-6)
+    (True, True, True)
     """
     opts = solver_options(NAME, settings)
     start = time.perf_counter()

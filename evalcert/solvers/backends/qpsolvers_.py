@@ -79,7 +79,18 @@ OPTIONS: dict[str, Callable[[float, SolveSettings], dict]] = {
 
 
 def options(solver: str, settings: SolveSettings) -> dict:
-    """The parameters ``solver`` is given for ``settings`` (plus ``settings.options``)."""
+    """The parameters ``solver`` is given for ``settings`` (plus ``settings.options``).
+
+    Examples
+    --------
+    >>> from evalcert.solvers.certificates import Tolerance
+    >>> settings = SolveSettings(tolerance=Tolerance(1e-6, 1e-6), options={"max_iter": 50})
+    >>> opts = options("piqp", settings)
+    >>> bool(abs(opts["eps_abs"] - 1e-8) < 1e-20), opts["max_iter"]
+    (True, 50)
+    >>> options("highs", settings)["primal_feasibility_tolerance"]  # HiGHS stops at 1e-10
+    1e-08
+    """
     eps = min(settings.tolerance.abs_tol, settings.tolerance.rel_tol) * 1e-2
     opts = OPTIONS[solver](eps, settings)
     opts.update(settings.options)

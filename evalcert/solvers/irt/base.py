@@ -48,7 +48,16 @@ class _NoBar:
 
 
 def progress_bar(verbose: bool, total: int, what: str) -> Any:
-    """A tqdm bar on stderr counting iterations of ``what`` (a no-op unless ``verbose``)."""
+    """A tqdm bar on stderr counting iterations of ``what`` (a no-op unless ``verbose``).
+
+    Examples
+    --------
+    >>> bar = progress_bar(False, total=10, what="demo")  # verbose off: a silent stand-in
+    >>> bar.update(1)
+    >>> bar.close()
+    >>> type(bar).__name__
+    '_NoBar'
+    """
     if not verbose:
         return _NoBar()
     from tqdm import tqdm
@@ -61,6 +70,12 @@ def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     ``log(1 + e^eta) = -log sigma(-eta)``; twice as fast as ``logaddexp`` plus
     ``expit``. Logits are clipped to +-700, far beyond any fitted value.
+
+    Examples
+    --------
+    >>> softplus, p = softplus_sigmoid(np.array([0.0, 1000.0]))
+    >>> np.round(softplus, 4).tolist(), p.tolist()  # log 2 and 1/2 at 0; no overflow at 1000
+    ([0.6931, 700.0], [0.5, 1.0])
     """
     q = expit(-np.clip(eta, -700.0, 700.0))
     return -np.log(q), 1.0 - q
@@ -147,6 +162,14 @@ def lbfgs(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int, what: str,
     line search fails away from a stationary point; the fit's own certificate
     (:meth:`IRTEstimator._stationarity`) judges the rest. ``verbose`` shows a
     progress bar of iterations on stderr.
+
+    Examples
+    --------
+    >>> def fun(x):  # (x - 3)^2 summed, with its gradient
+    ...     return float(np.sum((x - 3.0) ** 2)), 2.0 * (x - 3.0)
+    >>> x, n_iter = lbfgs(fun, np.zeros(2), tol=1e-8, max_iter=100, what="quadratic")
+    >>> np.round(x, 6).tolist(), bool(n_iter <= 100)
+    ([3.0, 3.0], True)
     """
     bar = progress_bar(verbose, max_iter, what)
     try:
@@ -185,7 +208,17 @@ def _lbfgs_restarts(fun: Any, x0: np.ndarray, *, tol: float, max_iter: int, what
 
 
 class Bernoulli:
-    """Binary responses: ``-loglik = sum obs * (softplus(eta) - y * eta)`` (Eq. 3.3)."""
+    """Binary responses: ``-loglik = sum obs * (softplus(eta) - y * eta)`` (Eq. 3.3).
+
+    Examples
+    --------
+    >>> eta, y, obs = np.zeros((1, 2)), np.array([[1.0, 0.0]]), np.ones((1, 2))
+    >>> nll, grad, _ = Bernoulli().nll(eta, y, obs, np.zeros(0))
+    >>> round(float(nll / np.log(2)), 6), grad.tolist()  # 2 cells at p = 1/2
+    (2.0, [[-0.5, 0.5]])
+    >>> Bernoulli().curvature(eta, obs, np.zeros(0)).tolist()
+    [[0.25, 0.25]]
+    """
 
     n_glob = 0
 
@@ -209,6 +242,19 @@ class IRTEstimator:
     (parameters per model/item) and implement ``_link``, ``_link_grad``,
     ``_link_sqgrad``, ``_publish`` and ``_identify``; they may override
     ``_fit`` for methods that are not a joint solve.
+
+    Examples
+    --------
+    Every estimator (:class:`~evalcert.solvers.irt.Rasch`, ``TwoPL``, ...) is one:
+
+    >>> from evalcert.solvers.irt import Rasch
+    >>> est = Rasch(method="map")
+    >>> isinstance(est, IRTEstimator), est.model_name, "map" in est.methods
+    (True, 'rasch', True)
+    >>> Y = (np.random.default_rng(0).random((20, 8)) < 0.5).astype(float)
+    >>> fitted = est.clone().fit(Y)
+    >>> fitted.predict_proba().shape, fitted.result_.converged
+    ((20, 8), True)
     """
 
     model_name: ClassVar[str] = ""

@@ -43,6 +43,14 @@ class ResponseData:
     observed : ndarray of bool
         ``True`` where the cell is present and not held out.
     model_names, item_names : tuple of str
+
+    Examples
+    --------
+    >>> data = validate_responses(np.array([[1, 0, np.nan], [0, 1, 1.0]]))
+    >>> data.model_names, data.values[0].tolist()
+    (('model0', 'model1'), [1.0, 0.0, 0.0])
+    >>> data.take(cols=np.array([0, 1])).shape
+    (2, 2)
     """
 
     values: np.ndarray
@@ -194,6 +202,13 @@ def extreme_lines(data: ResponseData, *, warn: bool) -> tuple[np.ndarray, np.nda
     Returns
     -------
     keep_rows, keep_cols : ndarray of bool
+
+    Examples
+    --------
+    >>> data = validate_responses(np.array([[1, 0, np.nan], [0, 1, 1], [1, 1, 1.0]]))
+    >>> keep_rows, keep_cols = extreme_lines(data, warn=False)
+    >>> keep_rows.tolist(), keep_cols.tolist()  # model2 and item2 are all correct
+    ([True, True, False], [True, True, False])
     """
     keep_r = np.ones(data.shape[0], dtype=bool)
     keep_c = np.ones(data.shape[1], dtype=bool)
@@ -222,7 +237,16 @@ def extreme_lines(data: ResponseData, *, warn: bool) -> tuple[np.ndarray, np.nda
 
 
 def finite_items(data: ResponseData) -> np.ndarray:
-    """Items that are not all 0 or all 1 (warns about the others); for marginal ML."""
+    """Items that are not all 0 or all 1 (warns about the others); for marginal ML.
+
+    Examples
+    --------
+    >>> data = validate_responses(np.array([[1, 0, 1], [0, 1, 1.0]]))
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", ExtremeResponseWarning)
+    ...     finite_items(data).tolist()
+    [True, True, False]
+    """
     n, ones = data.observed.sum(0), (data.values * data.observed).sum(0)
     keep = (ones > 0) & (ones < n)
     if not keep.all():
@@ -251,6 +275,15 @@ def require_finite_jml(data: ResponseData) -> None:
     ------
     ConnectivityError
         With the ``(n_models, n_items)`` size of each strongly connected part.
+
+    Examples
+    --------
+    >>> require_finite_jml(validate_responses(np.array([[1, 0], [0, 1.0]])))  # finite: no error
+    >>> try:  # model1 answers every item correctly: its ability is infinite
+    ...     require_finite_jml(validate_responses(np.array([[1, 0], [1, 1.0]])))
+    ... except ConnectivityError as exc:
+    ...     print(sorted(exc.component_sizes))
+    [(0, 1), (0, 1), (1, 0), (1, 0)]
     """
     n, m = data.shape
     wins = data.observed & (data.values == 1)

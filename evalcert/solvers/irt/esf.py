@@ -58,6 +58,13 @@ def ml_abilities(difficulties: np.ndarray, observed: np.ndarray, scores: np.ndar
     Requires ``0 < S_i < sum_{j in O_i} w_j``. Safeguarded Newton (steps capped
     at 2 logits); this is the ML ability given ``b`` and the saddle point of the
     score law.
+
+    Examples
+    --------
+    >>> b = np.array([-1.0, 0.0, 1.0])
+    >>> theta = ml_abilities(b, np.ones((2, 3), dtype=bool), np.array([1.0, 2.0]))
+    >>> np.round(theta, 4)  # symmetric items: scores 1 and 2 of 3 are mirror images
+    array([-0.8029,  0.8029])
     """
     obs = observed.astype(float)
     if item_weights is not None:
@@ -98,6 +105,16 @@ def conditional_terms(difficulties: np.ndarray, observed: np.ndarray, scores: np
     pi : (N, M), zero on unobserved cells, for one item of each column;
         ``pi @ w`` equals ``S_i``.
     theta : (N,) ML abilities given ``b``.
+
+    Examples
+    --------
+    >>> b = np.array([-1.0, 0.0, 1.0])
+    >>> log_gamma, pi, theta = conditional_terms(b, np.ones((2, 3), dtype=bool),
+    ...                                          np.array([1, 2]))
+    >>> bool(np.allclose(log_gamma, log_esf(b)[[1, 2]]))  # the exact ESFs
+    True
+    >>> np.round(pi.sum(1), 6)  # each row of pi sums to the score
+    array([1., 2.])
     """
     b = np.asarray(difficulties, dtype=float)
     obs = np.asarray(observed, dtype=bool)

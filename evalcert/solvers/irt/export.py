@@ -89,7 +89,18 @@ def estimate_tables(estimator: Any, Y: Any = None) -> tuple[pd.DataFrame, pd.Dat
 
 
 def ranking_text(models: pd.DataFrame, limit: int = 30) -> str:
-    """The ranking (rank, model, ability, SE, accuracy) as text; long lists show both ends."""
+    """The ranking (rank, model, ability, SE, accuracy) as text; long lists show both ends.
+
+    Examples
+    --------
+    >>> models = pd.DataFrame({"rank": [1, 2], "model": ["a", "b"], "ability": [0.5, -0.5],
+    ...                        "ability_se": [0.25, 0.25]})
+    >>> print(ranking_text(models))
+    rank  model  ability  se
+    ----  -----  -------  ------
+       1  a       0.5000  0.2500
+       2  b      -0.5000  0.2500
+    """
     cols = [c for c in ("rank", "model", "ability", "ability_se", "n_observed", "accuracy",
                         "mean_response")
             if c in models.columns]
@@ -110,6 +121,17 @@ def read_item_table(path: str | os.PathLike) -> tuple[ItemParameters, tuple[floa
     Columns ``item`` and ``difficulty`` are required; ``discrimination``
     (default 1), ``guessing`` (default 0) and ``prior_mean``/``prior_sd``
     (default 0/1) are optional. Excluded items have empty parameters.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "items.csv"
+    ...     _ = path.write_text("item,difficulty\\nq1,-0.5\\nq2,1.0\\n")
+    ...     items, prior = read_item_table(path)
+    >>> items.model, items.item_names, items.b.tolist(), prior
+    ('rasch', ('q1', 'q2'), [-0.5, 1.0], (0.0, 1.0))
     """
     from evalcert.tables import read_table
 

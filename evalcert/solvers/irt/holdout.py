@@ -53,6 +53,16 @@ def holdout_predict(estimator: IRTEstimator, Y: Any, mask: np.ndarray,
     For ``scheme="rows"`` (``"columns"``), rows (columns) with a held-out
     cell are the test models (items); their predictions come from stage 2.
     Returns a models x items array; only the held-out cells are of interest.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((20, 15)) < 0.5).astype(float)
+    >>> mask = np.zeros(Y.shape, dtype=bool)
+    >>> mask[:3, :5] = True  # three test models, five of their cells held out
+    >>> P = holdout_predict(Rasch(method="map"), Y, mask, "rows")
+    >>> P.shape, bool(((P[mask] > 0) & (P[mask] < 1)).all())
+    ((20, 15), True)
     """
     from evalcert.diagnostics.masks import held_out_columns, held_out_rows
 
@@ -85,7 +95,16 @@ def holdout_predict(estimator: IRTEstimator, Y: Any, mask: np.ndarray,
 
 @dataclasses.dataclass(frozen=True)
 class HoldoutResult(ResultMixin):
-    """Held-out performance of one estimator under one masking scheme."""
+    """Held-out performance of one estimator under one masking scheme.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((20, 15)) < 0.5).astype(float)
+    >>> res = holdout_evaluate(Rasch(method="map"), Y, "entrywise")
+    >>> res.scheme, res.n_train_cells + res.n_test_cells
+    ('entrywise', 300)
+    """
 
     model: str
     method: str
@@ -144,7 +163,16 @@ def holdout_evaluate(estimator: IRTEstimator, Y: Any, scheme: Scheme = "entrywis
 
 @dataclasses.dataclass(frozen=True)
 class CVResult(ResultMixin):
-    """K-fold cross-validation of one hyper-parameter (Sec. 3.6.2)."""
+    """K-fold cross-validation of one hyper-parameter (Sec. 3.6.2).
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((20, 15)) < 0.5).astype(float)
+    >>> cv = cross_validate(Rasch(method="map"), Y, "lam", [0.1, 1.0], n_folds=2)
+    >>> cv.param, cv.values, cv.n_folds, cv.best in cv.values
+    ('lam', (0.1, 1.0), 2, True)
+    """
 
     param: str
     values: tuple[Any, ...]
@@ -165,6 +193,14 @@ def cross_validate(estimator: IRTEstimator, Y: Any, param: str, values: Sequence
 
     Every observed cell is assigned to one fold at random; each fold is held
     out in turn and the mean held-out log-loss decides.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((20, 15)) < 0.5).astype(float)
+    >>> cv = cross_validate(Rasch(method="map"), Y, "lam", [0.1, 1.0], n_folds=2)
+    >>> len(cv.log_loss), cv.best == cv.values[int(np.argmin(cv.log_loss))]
+    (2, True)
     """
     if not hasattr(estimator, param):
         raise InputError(f"{type(estimator).__name__} has no hyper-parameter {param!r}")

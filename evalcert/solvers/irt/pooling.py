@@ -41,6 +41,13 @@ class PooledResponses:
         col_size[h]`` when the pair is observed, else 0.
     row_ones, col_ones : ndarray of float, shapes (G,), (H,)
         Correct answers summed over each group's cells.
+
+    Examples
+    --------
+    >>> Y = np.array([[1, 0, 1], [1, 0, 1], [0, 1, 1], [0, 0, 0.0]])
+    >>> pooled = pool_responses(Y, np.ones(Y.shape, dtype=bool))
+    >>> pooled.shape, sorted(pooled.row_size.tolist()), float(pooled.cells.sum())
+    ((2, 3), [1, 3], 12.0)
     """
 
     row_group: np.ndarray
@@ -72,6 +79,13 @@ def group_rows(observed: np.ndarray, totals: np.ndarray) -> tuple[np.ndarray, np
         One representative row per group.
     group : ndarray of int, shape (n,)
         The group of every row.
+
+    Examples
+    --------
+    >>> observed = np.array([[1, 0], [1, 0], [0, 1]], dtype=bool)
+    >>> first, group = group_rows(observed, np.array([1, 1, 1]))
+    >>> first.size, bool(group[0] == group[1] != group[2])
+    (2, True)
     """
     obs = np.asarray(observed, dtype=bool)
     totals = np.asarray(totals, np.int64)
@@ -102,6 +116,16 @@ def pool_responses(values: np.ndarray, observed: np.ndarray) -> PooledResponses:
     ----------
     values : (n_models, n_items) 0/1 responses, 0 on unobserved cells.
     observed : (n_models, n_items) bool.
+
+    Examples
+    --------
+    Models with the same raw score on the same items are exchangeable in the
+    Rasch model and pooled into one group:
+
+    >>> Y = np.array([[1, 0, 1], [1, 0, 1], [0, 1, 1], [0, 0, 0.0]])
+    >>> pooled = pool_responses(Y, np.ones(Y.shape, dtype=bool))
+    >>> pooled.row_first.size, pooled.col_first.size, float(pooled.row_ones.sum())
+    (2, 3, 6.0)
     """
     obs = np.asarray(observed, dtype=bool)
     hits = np.asarray(values, dtype=float) * obs

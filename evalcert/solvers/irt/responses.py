@@ -50,7 +50,17 @@ _ALLOWED = {"binary": "0 or 1", "unit": "numbers in [0, 1]", "ordinal": "integer
 
 @dataclasses.dataclass(frozen=True)
 class ResponseTable:
-    """A models x items float table (NaN = missing) and what reading it found."""
+    """A models x items float table (NaN = missing) and what reading it found.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"model": ["a", "b"], "q1": ["1", "0"], "q2": ["", "1"]})
+    >>> res = responses_from_wide(frame, where="demo")
+    >>> res.shape, res.n_missing
+    ((2, 2), 1)
+    >>> res.describe()
+    'read 2 models x 2 items from demo; 1 missing cells (25.0%)'
+    """
 
     table: pd.DataFrame
     n_missing: int
@@ -142,6 +152,15 @@ def responses_from_wide(frame: pd.DataFrame | np.ndarray, *, kind: str = "binary
     With ``header=True`` the first column holds model names (items if
     ``transpose``) and the other column names are the items; with
     ``header=False`` the frame (or a 2-D array of strings) is all data.
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"model": ["a", "b"], "q1": ["1", "0"], "q2": ["", "1"]})
+    >>> res = responses_from_wide(frame)
+    >>> list(res.table.columns), res.n_missing
+    (['q1', 'q2'], 1)
+    >>> responses_from_wide(np.array([["1", "0"], ["0", "1"]]), header=False).table.index.tolist()
+    ['model0', 'model1']
     """
     if header:
         cols = [str(c) for c in frame.columns]
@@ -183,6 +202,14 @@ def responses_from_long(frame: pd.DataFrame, *, model_col: str = "model", item_c
 
     Rows and columns keep the order of first appearance. An empty response is
     missing (counted); a pair that appears twice is refused.
+
+    Examples
+    --------
+    >>> long = pd.DataFrame({"model": ["a", "a", "b"], "item": ["q1", "q2", "q1"],
+    ...                      "correct": [1, 0, 1]})
+    >>> res = responses_from_long(long)
+    >>> res.table.to_numpy().tolist()
+    [[1.0, 0.0], [1.0, nan]]
     """
     missing = [c for c in (model_col, item_col, response_col) if c not in frame.columns]
     if missing:
@@ -217,7 +244,19 @@ def responses_from_long(frame: pd.DataFrame, *, model_col: str = "model", item_c
 def read_responses(path: str | os.PathLike, *, format: str = "wide", kind: str = "binary",
                    header: bool = True, transpose: bool = False, model_col: str = "model",
                    item_col: str = "item", response_col: str = "correct") -> ResponseTable:
-    """Read a response file (CSV/TSV/Parquet/JSONL/JSON; wide or long) with every check above."""
+    """Read a response file (CSV/TSV/Parquet/JSONL/JSON; wide or long) with every check above.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "responses.csv"
+    ...     _ = path.write_text("model,q1,q2,q3\\na,1,0,1\\nb,0,,1\\n")
+    ...     res = read_responses(path)
+    >>> res.shape, res.n_missing, list(res.table.index)
+    ((2, 3), 1, ['a', 'b'])
+    """
     if format not in ("wide", "long"):
         raise InputError(f"format must be 'wide' or 'long', got {format!r}")
     if not header and format == "long":
