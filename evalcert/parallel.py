@@ -50,6 +50,20 @@ def dask_client(scheduler: str | None = None, timeout: float | None = None) -> I
     InputError
         The scheduler at ``scheduler`` cannot be reached within ``timeout``
         seconds (default :data:`CONNECT_TIMEOUT`).
+
+    Examples
+    --------
+    With a ``Client`` in this process (here an in-process cluster of one thread;
+    on a real cluster, ``dask_client("tcp://HOST:8786")``):
+
+    >>> from distributed import Client
+    >>> with Client(processes=False, n_workers=1, threads_per_worker=1,
+    ...             dashboard_address=None) as client:
+    ...     with dask_client() as current:
+    ...         same = current is client
+    ...     squares = parallel_map(abs, [-1, 2], backend="dask", progress=False)
+    >>> same, squares
+    (True, [1, 2])
     """
     timeout = CONNECT_TIMEOUT if timeout is None else timeout
     try:

@@ -166,7 +166,16 @@ def _standard_form(problem: QPProblem | StandardQP, solve: Callable[..., RawSolu
 def solve_native(problem: QPProblem | StandardQP, settings: SolveSettings) -> Attempt:
     """evalcert's active-set method (:mod:`evalcert.solvers.backends.native`); on
     clipped-linear fits with :class:`~evalcert.solvers.ClippedLinear`'s start and
-    auxiliary completion."""
+    auxiliary completion.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking.families import clipped_linear_family
+    >>> problem = clipped_linear_family([(4, 6)], seeds=[0])[0]
+    >>> attempt = solve_native(problem, SolveSettings())
+    >>> attempt.status, attempt.ok, len(attempt.points)
+    ('solved', True, 1)
+    """
     from evalcert.solvers.backends import native
 
     if isinstance(problem, StandardQP):
@@ -181,7 +190,16 @@ def solve_native(problem: QPProblem | StandardQP, settings: SolveSettings) -> At
 
 
 def solve_osqp_direct(problem: QPProblem | StandardQP, settings: SolveSettings) -> Attempt:
-    """OSQP on the sparse standard-form QP (:mod:`evalcert.solvers.backends.osqp_direct`)."""
+    """OSQP on the sparse standard-form QP (:mod:`evalcert.solvers.backends.osqp_direct`).
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking.families import clipped_linear_family
+    >>> problem = clipped_linear_family([(4, 6)], seeds=[0])[0]
+    >>> attempt = solve_osqp_direct(problem, SolveSettings())
+    >>> attempt.ok, len(attempt.points)
+    (True, 1)
+    """
     from evalcert.solvers.backends import osqp_direct
 
     return _batch(problem, settings, _standard_form(
@@ -196,6 +214,14 @@ def solve_cvxpy(problem: QPProblem | StandardQP, settings: SolveSettings,
     Writing the CVXPY expressions is *build*; CVXPY's canonicalisation (first
     solve) and parameter updates are *compile*; the solver's own time is *solve*.
     CVXPY warm-starts only unweighted re-solves (see :mod:`evalcert.solvers.backends.cvxpy_`).
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking.families import clipped_linear_family
+    >>> problem = clipped_linear_family([(4, 6)], seeds=[0])[0]
+    >>> attempt = solve_cvxpy(problem, SolveSettings(), "clarabel")
+    >>> attempt.status, attempt.ok
+    ('optimal', True)
     """
     from evalcert.solvers.backends.cvxpy_ import ClippedLinearProgram, solve_qp
 
@@ -216,7 +242,16 @@ def solve_qpsolvers(problem: QPProblem | StandardQP, settings: SolveSettings,
                     solver: str) -> Attempt:
     """The standard-form QP through qpsolvers with ``solver`` (a key of
     :data:`evalcert.solvers.backends.qpsolvers_.SOLVERS`), warm-started from the
-    previous refit's primal where the solver takes one."""
+    previous refit's primal where the solver takes one.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking.families import clipped_linear_family
+    >>> problem = clipped_linear_family([(4, 6)], seeds=[0])[0]
+    >>> solver = "piqp" if "qpsolvers-piqp" in available_qpsolvers() else None
+    >>> solver is None or solve_qpsolvers(problem, SolveSettings(), solver).ok
+    True
+    """
     from evalcert.solvers.backends import qpsolvers_
 
     return _batch(problem, settings, _standard_form(
@@ -228,6 +263,14 @@ def solve_pulp(problem: IlpProblem, settings: SolveSettings, solver: str) -> Att
 
     PuLP builds the model inside the logic function; *build* is the wall time
     outside the solver call, *solve* the solver call (model hand-over included).
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking.families import ilp_family
+    >>> problem = ilp_family(1, [8], seeds=[0])[0]
+    >>> attempt = solve_pulp(problem, SolveSettings(), "highs")
+    >>> attempt.status, attempt.value == problem.bound()  # M=1: the closed form is exact
+    ('Optimal', True)
     """
     from evalcert.logic.ilp import best_min_accuracy_ilp
     from evalcert.logic.pairs import m2_best_min_accuracy
@@ -243,7 +286,14 @@ def solve_pulp(problem: IlpProblem, settings: SolveSettings, solver: str) -> Att
 
 
 def qp_backends() -> list[Backend]:
-    """The installed QP backends, in the order of :func:`available_backends`."""
+    """The installed QP backends, in the order of :func:`available_backends`.
+
+    Examples
+    --------
+    >>> backends = qp_backends()
+    >>> [b.name for b in backends][:2], {b.kind for b in backends}
+    (['native', 'osqp-direct'], {'qp'})
+    """
     out = []
     for name in available_backends():
         if name == "native":
@@ -258,7 +308,14 @@ def qp_backends() -> list[Backend]:
 
 
 def ilp_backends() -> list[Backend]:
-    """PuLP with HiGHS and with CBC, where available."""
+    """PuLP with HiGHS and with CBC, where available.
+
+    Examples
+    --------
+    >>> backends = ilp_backends()
+    >>> "pulp-highs" in [b.name for b in backends], {b.kind for b in backends}
+    (True, {'ilp'})
+    """
     from evalcert.logic.ilp import SOLVERS
 
     return [Backend(f"pulp-{name}", "ilp", partial(solve_pulp, solver=name))
@@ -298,7 +355,15 @@ def select_backends(names: list[str] | None) -> list[Backend]:
 def solver_parameters(backend: str, settings: SolveSettings) -> dict:
     """The parameters ``backend`` (a benchmark name) is given for ``settings``:
     :func:`~evalcert.solvers.backends.base.solver_options` for evalcert's own
-    routes, :func:`evalcert.solvers.backends.qpsolvers_.options` for qpsolvers."""
+    routes, :func:`evalcert.solvers.backends.qpsolvers_.options` for qpsolvers.
+
+    Examples
+    --------
+    >>> solver_parameters("native", SolveSettings())
+    {'max_iter': 200}
+    >>> solver_parameters("cvxpy-scs", SolveSettings())["eps_abs"]  # 100x the tier 1e-6
+    1e-08
+    """
     if backend in QPSOLVERS_BACKENDS:
         from evalcert.solvers.backends import qpsolvers_
         return qpsolvers_.options(QPSOLVERS_BACKENDS[backend][0], settings)

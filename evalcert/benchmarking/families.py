@@ -93,6 +93,16 @@ class QPProblem:
     weights : tuple of ndarray, optional
         Per-refit multiplicities of the observed cells (row-major); ``None``
         means one plain fit (all weights 1).
+
+    Examples
+    --------
+    >>> values = np.array([[0.5, np.nan], [0.1, -0.2]])
+    >>> problem = QPProblem("demo", "demo-2x2", values, box="all")
+    >>> problem.size, problem.weighted, problem.design().n_cells
+    ('2x2, 3 cells', False, 3)
+    >>> qp = problem.qp(problem.batch()[0])
+    >>> qp.n, qp.x_bound  # theta (2), b (2), two box auxiliaries; R = 2 for box="all"
+    (6, 2.0)
     """
 
     kind: ClassVar[str] = "qp"
@@ -143,6 +153,15 @@ class StandardQP:
     data : QP
     shape : tuple of int
         The score-matrix shape it came from (for the report).
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))
+    >>> problem = StandardQP("demo", "demo-qp", qp, (1, 1))
+    >>> problem.size, problem.qp() is qp, problem.batch()
+    ('1x1, n=1, m=1', True, [None])
     """
 
     kind: ClassVar[str] = "qp"
@@ -180,6 +199,14 @@ class IlpProblem:
         The minimum label accuracy of the evaluation that generated the data.
         That evaluation satisfies every axiom at ``key``, so the best
         achievable value is at least this (a lower bound for M=1 and M=2).
+
+    Examples
+    --------
+    >>> problem = ilp_family(1, [8], [0])[0]
+    >>> problem.name, problem.size
+    ('ilp-m1-Q8-s0', '8 items, 3 graders, 3 labels')
+    >>> problem.floor <= problem.bound()  # the generating evaluation is a witness
+    True
     """
 
     kind: ClassVar[str] = "ilp"
@@ -225,6 +252,15 @@ def synthetic_scores(K: int, J: int, coverage: float, spread: float,
     cells at +-1 so that the box binds. The mask keeps each cell with
     probability ``coverage`` plus one cell per row and per column (a connected
     cycle ``(i, i mod J)``, ``(j mod K, j)``), so no agent or item is empty.
+
+    Examples
+    --------
+    >>> values = synthetic_scores(3, 4, 0.5, 0.8, np.random.default_rng(0))
+    >>> observed = ~np.isnan(values)
+    >>> values.shape, bool(observed.any(1).all() and observed.any(0).all())
+    ((3, 4), True)
+    >>> bool(np.nanmax(np.abs(values)) <= 1.0)
+    True
     """
     theta = rng.normal(0.0, spread, K)
     b = rng.normal(0.0, spread, J)
@@ -238,7 +274,14 @@ def synthetic_scores(K: int, J: int, coverage: float, spread: float,
 def clipped_linear_family(sizes: Sequence[tuple[int, int]], seeds: Sequence[int],
                           boxes: Sequence[str] = ("all", "observed"),
                           regimes: Sequence[str] = tuple(SPREAD)) -> list[QPProblem]:
-    """Every box x density x regime x size x seed combination."""
+    """Every box x density x regime x size x seed combination.
+
+    Examples
+    --------
+    >>> problems = clipped_linear_family([(4, 6)], seeds=[0])
+    >>> len(problems), problems[-1].name  # 2 boxes x 2 densities x 2 regimes
+    (8, 'cl-observed-sparse-interior-4x6-s0')
+    """
     out = []
     for (K, J) in sizes:
         for seed in seeds:
@@ -254,14 +297,34 @@ def clipped_linear_family(sizes: Sequence[tuple[int, int]], seeds: Sequence[int]
 
 
 def default_data_dir() -> Path:
-    """``<repo root>/../shared/data/tvd/llm-peer-prediction/derived``."""
+    """``<repo root>/../shared/data/tvd/llm-peer-prediction/derived``.
+
+    Examples
+    --------
+    >>> default_data_dir().parts[-3:]  # the folder may be absent
+    ('tvd', 'llm-peer-prediction', 'derived')
+    """
     return (Path(__file__).resolve().parents[2].parent / "shared" / "data" / "tvd"
             / "llm-peer-prediction" / "derived")
 
 
 def real_family(data_dir: Path | None = None, boxes: Sequence[str] = ("all", "observed"),
                 names: Sequence[str] = tuple(REAL_MATRICES)) -> list[QPProblem]:
-    """The real peer-prediction matrices ``names`` present in ``data_dir`` (none if absent)."""
+    """The real peer-prediction matrices ``names`` present in ``data_dir`` (none if absent).
+
+    Examples
+    --------
+    A stand-in for the ICLR matrix, written to a temporary folder:
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / REAL_MATRICES["iclr"]
+    ...     _ = path.write_text("agent,q1,q2\\na,0.5,-0.2\\nb,,0.1\\n")
+    ...     problems = real_family(Path(tmp), names=["iclr"])
+    ...     empty = real_family(Path(tmp), names=["pubmed"])
+    >>> [p.name for p in problems], problems[0].size, empty
+    (['real-iclr-all', 'real-iclr-observed'], '2x2, 3 cells', [])
+    """
     folder = default_data_dir() if data_dir is None else Path(data_dir)
     out = []
     for short, file in ((n, REAL_MATRICES[n]) for n in names):
@@ -274,7 +337,21 @@ def real_family(data_dir: Path | None = None, boxes: Sequence[str] = ("all", "ob
 def real_family_note(data_dir: Path | None = None) -> str:
     """Empty when the real matrices are found, else one line saying where
     evalcert looked and how to point it at the data. An explicit ``data_dir``
-    that is missing or holds none of them is an error, not a note."""
+    that is missing or holds none of them is an error, not a note.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = (Path(tmp) / REAL_MATRICES["iclr"]).write_text("agent,q1\\na,0.5\\n")
+    ...     real_family_note(Path(tmp))  # found: no note
+    ''
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     real_family_note(Path(tmp))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: --data-dir ...: the real family found none of ...
+    """
     folder = default_data_dir() if data_dir is None else Path(data_dir)
     found = [f for f in REAL_MATRICES.values() if (folder / f).is_file()]
     if found:
@@ -291,7 +368,14 @@ def sparse_family(specs: Sequence[tuple[int, int, float]], seeds: Sequence[int],
                   boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
     """Large sparse designs ``(K, J, coverage)``: saturated scores on a random
     mask (plus the connecting cycle of :func:`synthetic_scores`), so each
-    backend's time can be read against the number of observed cells."""
+    backend's time can be read against the number of observed cells.
+
+    Examples
+    --------
+    >>> problems = sparse_family([(10, 40, 0.05)], seeds=[0])
+    >>> [p.box for p in problems], problems[0].family, problems[0].design().n_cells > 40
+    (['all', 'observed'], 'sparse', True)
+    """
     out = []
     for (K, J, cov) in specs:
         for seed in seeds:
@@ -305,7 +389,17 @@ def sparse_family(specs: Sequence[tuple[int, int, float]], seeds: Sequence[int],
 
 def bootstrap_family(sizes: Sequence[tuple[int, int]], n_refits: int, seeds: Sequence[int],
                      boxes: Sequence[str] = ("all", "observed")) -> list[QPProblem]:
-    """Batches of ``n_refits`` multinomial-bootstrap refits of one sparse matrix each."""
+    """Batches of ``n_refits`` multinomial-bootstrap refits of one sparse matrix each.
+
+    Examples
+    --------
+    >>> problems = bootstrap_family([(4, 6)], n_refits=2, seeds=[0])
+    >>> [p.name for p in problems]
+    ['boot-all-4x6-B2-s0', 'boot-observed-4x6-B2-s0']
+    >>> batch = problems[0].batch()
+    >>> len(batch), all(w.sum() == len(w) for w in batch)  # multinomial: n draws of n cells
+    (2, True)
+    """
     out = []
     for (K, J) in sizes:
         for seed in seeds:
@@ -325,6 +419,12 @@ def gini_hard_family(sizes: Sequence[tuple[int, int]], seeds: Sequence[int]) -> 
     ``t_ij = theta_i - b_j`` with ``theta, b ~ U(-1/2, 1/2)`` (so every
     completion lies in ``[-1, 1]``), observed on the sparse masks of
     :func:`synthetic_scores`.
+
+    Examples
+    --------
+    >>> problem = gini_hard_family([(4, 6)], seeds=[0])[0]
+    >>> problem.name, problem.size  # 24 cells; rows: observed + 15 rectangles + 24 box
+    ('gini-hard-4x6-s0', '4x6, n=24, m=46')
     """
     from evalcert.solvers.gini_projection import rectangle_qp
 
@@ -365,7 +465,13 @@ def _random_decisions(n_items: int, n_labels: int, n_graders: int, rng: np.rando
 
 def ilp_family(m: int, n_items: Sequence[int], seeds: Sequence[int], n_labels: int = 3,
                n_graders: int = 3) -> list[IlpProblem]:
-    """Per-key ILPs at the true answer key of random decisions."""
+    """Per-key ILPs at the true answer key of random decisions.
+
+    Examples
+    --------
+    >>> [p.name for p in ilp_family(2, [8, 20], seeds=[0])]
+    ['ilp-m2-Q8-s0', 'ilp-m2-Q20-s0']
+    """
     out = []
     for q in n_items:
         for seed in seeds:
@@ -397,7 +503,13 @@ SCALES = {
 
 def make_problems(families: Sequence[str] = FAMILIES, scale: str = "quick",
                   data_dir: Path | None = None) -> list[QPProblem | StandardQP | IlpProblem]:
-    """All problems of ``families`` at ``scale`` (``"quick"`` or ``"full"``)."""
+    """All problems of ``families`` at ``scale`` (``"quick"`` or ``"full"``).
+
+    Examples
+    --------
+    >>> [p.name for p in make_problems(["gini-hard", "ilp-m1"])]
+    ['gini-hard-10x50-s0', 'ilp-m1-Q20-s0', 'ilp-m1-Q60-s0']
+    """
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
         raise InputError(f"unknown problem families {unknown}; choose from {list(FAMILIES)}")

@@ -52,7 +52,16 @@ def _cpu_model() -> str:
 
 
 def machine_info() -> dict[str, Any]:
-    """CPU model, core counts, platform and the versions of the solver libraries."""
+    """CPU model, core counts, platform and the versions of the solver libraries.
+
+    Examples
+    --------
+    >>> info = machine_info()
+    >>> sorted(info)
+    ['cpu', 'cpu_count', 'platform', 'python', 'usable_cpus', 'versions']
+    >>> set(info["versions"]) == set(LIBRARIES), info["versions"]["numpy"] != "not installed"
+    (True, True)
+    """
     versions = {}
     for lib in LIBRARIES:
         try:
@@ -72,7 +81,17 @@ def _cell(v: Any) -> str:
 
 
 def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured Markdown table; floats with 3 significant digits."""
+    """A GitHub-flavoured Markdown table; floats with 3 significant digits.
+
+    Examples
+    --------
+    >>> rows = [["native", 0.123456], ["scs", float("nan")]]
+    >>> print(markdown_table(["backend", "SGM (s)"], rows))
+    | backend | SGM (s) |
+    |---|---|
+    | native | 0.123 |
+    | scs | - |
+    """
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -188,7 +207,13 @@ def _markdown(result: "BenchmarkResult", pngs: dict[str, str], command: str | No
 
 
 def report_files(profiles: Sequence[str]) -> list[str]:
-    """Names of every file :func:`write_report` may write for these profiles."""
+    """Names of every file :func:`write_report` may write for these profiles.
+
+    Examples
+    --------
+    >>> report_files(["low"])
+    ['runs.csv', 'report.md', 'scaling.png', 'profile_qp_low.png', 'profile_ilp_exact.png']
+    """
     pngs = [f"profile_qp_{p}.png" for p in profiles] + ["profile_ilp_exact.png"]
     return ["runs.csv", "report.md", "scaling.png", *pngs]
 
@@ -196,7 +221,20 @@ def report_files(profiles: Sequence[str]) -> list[str]:
 def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False) -> None:
     """Refuse, before any run, an ``out`` that is a file or whose report files
     exist (unless ``force``), or whose parent folder is missing; see
-    :func:`evalcert.outputs.check_outputs`."""
+    :func:`evalcert.outputs.check_outputs`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     check_report_paths(Path(tmp) / "bench", ["default"])  # new folder: fine
+    ...     _ = (Path(tmp) / "report.md").write_text("an earlier report")
+    ...     check_report_paths(Path(tmp), ["default"], force=True)  # replaced on request
+    ...     check_report_paths(Path(tmp), ["default"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: --out ... exists; pass --force to overwrite it ...
+    """
     from evalcert.errors import InputError
     from evalcert.outputs import check_outputs
 
@@ -214,7 +252,29 @@ def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False) 
 def write_report(result: "BenchmarkResult", out: Path,
                  command: str | None = None) -> dict[str, Path]:
     """Write ``runs.csv``, ``report.md``, the profile PNGs and ``scaling.png`` (with
-    a sparse family of two sizes or more) into ``out``; return their paths."""
+    a sparse family of two sizes or more) into ``out``; return their paths.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from evalcert.benchmarking.backends import select_backends
+    >>> from evalcert.benchmarking.families import StandardQP
+    >>> from evalcert.benchmarking.runner import run_benchmark
+    >>> from evalcert.solvers.certificates import QP
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))
+    >>> result = run_benchmark([StandardQP("demo", "demo-qp", qp, (1, 1))],
+    ...                        select_backends(["native"]), ["default"], n_jobs=1,
+    ...                        memory=False, progress=False)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     paths = write_report(result, Path(tmp) / "bench")
+    ...     written = sorted(p.name for p in (Path(tmp) / "bench").iterdir())
+    >>> sorted(paths)
+    ['csv', 'markdown', 'profile_qp_default']
+    >>> written
+    ['profile_qp_default.png', 'report.md', 'runs.csv']
+    """
     from evalcert.plots.profiles import plot_performance_profile, plot_scaling
 
     out.mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,15 @@ __all__ = ["Profile", "PROFILES", "BenchmarkResult", "run_one", "run_benchmark",
 
 @dataclasses.dataclass(frozen=True)
 class Profile:
-    """An accuracy tier: the solver is asked for it and the certificate demands it."""
+    """An accuracy tier: the solver is asked for it and the certificate demands it.
+
+    Examples
+    --------
+    >>> PROFILES["high"].tier, PROFILES["high"].tolerance.abs_tol
+    (1e-09, 1e-09)
+    >>> Profile("loose", 1e-2).tolerance.rel_tol
+    0.01
+    """
 
     name: str
     tier: float
@@ -138,7 +146,21 @@ def _grace(time_limit: float) -> float:
 
 
 def run_one(task: tuple[QPProblem | StandardQP | IlpProblem, Backend, Profile, float, bool]) -> RunRecord:
-    """Run, time and certify one ``(problem, backend, profile, time_limit, memory)``."""
+    """Run, time and certify one ``(problem, backend, profile, time_limit, memory)``.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from evalcert.benchmarking.backends import select_backends
+    >>> from evalcert.solvers.certificates import QP
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
+    >>> problem = StandardQP("demo", "demo-qp", qp, (1, 1))
+    >>> native = select_backends(["native"])[0]
+    >>> record = run_one((problem, native, PROFILES["default"], 5.0, False))
+    >>> record.success, record.backend, record.profile, round(record.objective, 6)
+    (True, 'native', 'default', -1.5)
+    """
     problem, backend, profile, time_limit, memory = task
     settings = SolveSettings(tolerance=profile.tolerance, time_limit=time_limit)
     peak = math.nan
@@ -188,6 +210,21 @@ class BenchmarkResult(ResultMixin):
     machine : dict
         CPU, cores, load before and after, library versions.
     wall_seconds : float
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from evalcert.benchmarking.backends import select_backends
+    >>> from evalcert.solvers.certificates import QP
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
+    >>> problem = StandardQP("demo", "demo-qp", qp, (1, 1))
+    >>> result = run_benchmark([problem], select_backends(["native"]), ["low", "default"],
+    ...                        n_jobs=1, memory=False, progress=False)
+    >>> len(result.records), len(result.summaries), result.settings["n_problems"]
+    (2, 2, 1)
+    >>> result.summary_rows()[0][:4]
+    ['kind', 'profile', 'backend', 'solved']
     """
 
     records: tuple[RunRecord, ...]
@@ -250,6 +287,19 @@ def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],
         between refits and by the solvers' own options only).
     progress : bool
         Show a tqdm progress bar.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> from evalcert.benchmarking.backends import select_backends
+    >>> from evalcert.solvers.certificates import QP
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
+    >>> problem = StandardQP("demo", "demo-qp", qp, (1, 1))
+    >>> result = run_benchmark([problem], select_backends(["native"]), ["default"],
+    ...                        n_jobs=1, memory=False, progress=False)
+    >>> [(r.problem, r.backend, r.success) for r in result.records]
+    [('demo-qp', 'native', True)]
     """
     if not (math.isfinite(time_limit) and time_limit > 0):
         raise InputError(f"time_limit must be a positive number of seconds, got {time_limit!r}")

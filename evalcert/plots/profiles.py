@@ -63,7 +63,16 @@ def plot_scaling(panels: dict[str, tuple[list[int], dict[str, list[float]]]],
                  path: str | Path | None = None, profile: str = "default") -> Figure:
     """Runtime against observed cells (log-log), one panel per box mode
     (``{box: (sizes, {backend: runtimes})}``), one line per backend; failed runs
-    are left out (a gap in the line)."""
+    are left out (a gap in the line).
+
+    Examples
+    --------
+    >>> panels = {"all": ([100, 1000, 10000], {"native": [0.01, 0.1, 1.0],
+    ...                                        "osqp-direct": [0.02, float("nan"), 0.5]})}
+    >>> fig = plot_scaling(panels)  # pass path= to save a PNG
+    >>> len(fig.axes), fig.axes[0].get_xscale(), len(fig.axes[0].lines)
+    (1, 'log', 2)
+    """
     fig = Figure(figsize=(5.2 * len(panels), 4.2), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]

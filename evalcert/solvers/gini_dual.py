@@ -108,6 +108,17 @@ class GiniCertificate(ResultMixin):
         Multipliers of ``P_Omega s = t`` in the order of ``ScoreMatrix.cells()``.
     mu : ndarray, shape (K-1, J-1)
         Multipliers of ``D s = 0``, one per basis rectangle.
+
+    Examples
+    --------
+    >>> S = ScoreMatrix.from_array(np.array([[0.5, np.nan], [0.1, -0.2]]))
+    >>> s = np.array([[0.5, 0.2], [0.1, -0.2]])  # the additive completion
+    >>> lam, mu = curl_free_multipliers(S, s, np.zeros((2, 2), dtype=bool))
+    >>> cert = huber_certificate(S, s, lam, mu)
+    >>> cert.passed, cert.reference, round(cert.primal_value, 6)
+    (True, (0, 0), 0.17)
+    >>> cert.verify(S).passed  # recomputed from the data and the stored s, lambda, mu
+    True
     """
 
     primal_value: float

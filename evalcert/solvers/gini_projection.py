@@ -122,6 +122,16 @@ class GiniProjectionResult(ResultMixin):
         Hard forms: ``max |s_solver - s|`` between the solver's point and the
         polished ``s`` returned (see :func:`_polish`; 0 if polishing did not
         pass the certificate and the solver's point is returned as it is).
+
+    Examples
+    --------
+    >>> t = np.subtract.outer([0.6, 0.1, -0.3], [0.0, -0.4, 0.2])
+    >>> t[0, 1] = np.nan  # the additive completion, 1.0, lies on the box
+    >>> res = gini_projection(ScoreMatrix.from_array(t))
+    >>> res.method, res.s.shape, int(res.on_box.sum()), res.certificate.passed
+    ('additive', (3, 3), 1, True)
+    >>> bool(np.allclose(res.theta[:, None] - res.b[None, :], res.s))
+    True
     """
 
     status: str
@@ -173,6 +183,18 @@ def rectangle_qp(S: ScoreMatrix, reference: tuple[int, int] = (0, 0)) -> QP:
     In the sign convention of :mod:`evalcert.solvers.certificates`, the row
     multipliers ``y = [y_Omega; y_D; y_box]`` give ``lambda = -y_Omega``,
     ``mu = y_D`` and ``u = s + y_box``.
+
+    Examples
+    --------
+    >>> t = np.subtract.outer([0.6, 0.1, -0.3], [0.0, -0.4, 0.2])
+    >>> t[0, 1] = np.nan
+    >>> qp = rectangle_qp(ScoreMatrix.from_array(t))
+    >>> qp.n, qp.m  # 9 cells; 8 observed + 4 rectangle + 9 box rows
+    (9, 21)
+    >>> from evalcert.solvers.backends import solve_qp as solve_by_name
+    >>> sol = solve_by_name("native", qp)
+    >>> sol.ok, round(float(sol.x[1]), 6)
+    (True, 1.0)
     """
     K, J = S.shape
     n = K * J

@@ -58,6 +58,12 @@ def rectangle_operator(K: int, J: int, reference: Reference = (0, 0)) -> sp.csr_
     scipy.sparse.csr_matrix, shape ((K-1)(J-1), K*J)
         Row ``(i, j)`` (row-major over ``i != i0, j != j0``) is
         ``e_ij - e_i0j - e_ij0 + e_i0j0``.
+
+    Examples
+    --------
+    >>> D = rectangle_operator(2, 2)
+    >>> D.shape, D.toarray().tolist()
+    ((1, 4), [[1.0, -1.0, -1.0, 1.0]])
     """
     i0, j0 = reference
     R, C = np.meshgrid(_others(K, i0), _others(J, j0), indexing="ij")
@@ -81,7 +87,17 @@ def curl(s: np.ndarray, reference: Reference = (0, 0)) -> np.ndarray:
 
 def curl_adjoint(mu: np.ndarray, shape: tuple[int, int],
                  reference: Reference = (0, 0)) -> np.ndarray:
-    """``D' mu`` as a K x J matrix (zero row and column sums)."""
+    """``D' mu`` as a K x J matrix (zero row and column sums).
+
+    Examples
+    --------
+    >>> curl_adjoint(np.array([[1.0]]), (2, 2)).tolist()
+    [[1.0, -1.0], [-1.0, 1.0]]
+    >>> mu = np.arange(6.0).reshape(2, 3)
+    >>> bool(np.allclose(rectangle_operator(3, 4).T @ mu.ravel(),
+    ...                  curl_adjoint(mu, (3, 4)).ravel()))
+    True
+    """
     i0, j0 = reference
     R, C = _others(shape[0], i0), _others(shape[1], j0)
     out = np.zeros(shape)
@@ -121,6 +137,16 @@ def additive_completion(S: ScoreMatrix
     tree : ndarray of int, shape (K + J - n_components, 2)
         The ``(row, column)`` cells of the spanning forest: the observed
         cells that fix the additive completion (the others are redundant).
+
+    Examples
+    --------
+    >>> t = np.subtract.outer([0.5, 0.1], [0.0, 0.2, -0.3])
+    >>> t[1, 2] = np.nan
+    >>> theta, b, residual, tree = additive_completion(ScoreMatrix.from_array(t))
+    >>> np.round(theta - theta[0] + 0.5, 6).tolist(), len(tree)  # K + J - 1 tree cells
+    ([0.5, 0.1], 4)
+    >>> bool(np.nanmax(np.abs(residual)) < 1e-12)
+    True
     """
     K, J = S.shape
     t = S.values

@@ -31,6 +31,15 @@ def naive_clipped_linear(S: ScoreMatrix, lam: float = 1e-6, box: str = "all",
     Raises :class:`~evalcert.errors.SolverError` if the solver does not report
     an optimal solution. No certificate is computed here: the result is for
     comparison only.
+
+    Examples
+    --------
+    >>> S = ScoreMatrix.from_array(np.subtract.outer([0.4, -0.2], [0.1, -0.1]))
+    >>> out = naive_clipped_linear(S, lam=0.0, solver="clarabel")
+    >>> sorted(out), bool(abs(out["objective"]) < 1e-6)
+    (['b', 'objective', 'seconds', 'theta'], True)
+    >>> np.round(out["theta"] - out["b"][0], 4).tolist()  # theta_i - b_0 = s_i0
+    [0.3, -0.3]
     """
     K, J = S.shape
     lo, hi = S.bounds

@@ -70,12 +70,11 @@ class GradedResponse(IRTEstimator):
                  threshold_prior: float = 0.01, n_quad: int = 61, max_se_params: int = 400,
                  tol: float = 1e-5, max_iter: int = 3000, verbose: bool = False, seed: int = 0):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
-                         max_iter=max_iter, seed=seed)
+                         max_iter=max_iter, seed=seed, verbose=verbose)
         self.slope_prior = slope_prior
         self.threshold_prior = threshold_prior
         self.n_quad = n_quad
         self.max_se_params = max_se_params
-        self.verbose = verbose
 
     # -- data ---------------------------------------------------------------------------------
     def fit(self, Y: Any, mask: np.ndarray | None = None) -> "GradedResponse":

@@ -78,13 +78,12 @@ class ThreePL(IRTEstimator):
                  slope_prior: float = 0.25, n_quad: int = 61, max_se_params: int = 400,
                  tol: float = 1e-5, max_iter: int = 2000, verbose: bool = False, seed: int = 0):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
-                         max_iter=max_iter, seed=seed)
+                         max_iter=max_iter, seed=seed, verbose=verbose)
         self.guessing = guessing
         self.guessing_prior = guessing_prior
         self.slope_prior = slope_prior
         self.n_quad = n_quad
         self.max_se_params = max_se_params
-        self.verbose = verbose
 
     def _check(self) -> None:
         if self.guessing is not None and not 0 <= self.guessing < 1:
