@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every verb from :mod:`evalcert.commands`.
 
     Modules whose name starts with ``_`` are helpers, not verbs.
+
+    Examples
+    --------
+    >>> args = build_parser().parse_args(["curl", "scores.csv", "--rectangles", "500"])
+    >>> args.command, args.rectangles, args.func.__name__
+    ('curl', 500, 'run_curl')
     """
     parser = _Parser(
         prog="evalcert",
@@ -70,6 +76,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     0 on success, 2 on a bad option or a typed :class:`~evalcert.errors.EvalcertError`
     (one line on stderr), 130 on Ctrl-C, 1 when stdout was closed early.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "scores.csv"  # additive scores: 3 agents x 4 items
+    >>> _ = path.write_text("agent,q1,q2,q3,q4\\na,0.5,0.2,-0.1,0.3\\n"
+    ...                     "b,0.3,0.0,-0.3,0.1\\nc,0.1,-0.2,-0.5,-0.1\\n")
+    >>> main(["curl", str(path), "--rectangles", "100"])
+    Curl test: 100 rectangles (seed 0), same for every link
+    ...
+    0
+    >>> main(["curl", str(Path(tmp.name) / "missing.csv")])  # one line on stderr
+    2
+    >>> tmp.cleanup()
     """
     parser = build_parser()
     try:

@@ -72,6 +72,8 @@ def bipartite_components(rows: np.ndarray, cols: np.ndarray,
     O(cells + K + J). Label 0 is the largest component (by rows + columns, ties
     by first appearance); a row or column without a cell is its own component.
 
+    Examples
+    --------
     >>> bipartite_components(np.array([0, 1]), np.array([0, 1]), (3, 2))
     (array([0, 1, 2]), array([0, 1]))
     """

@@ -39,7 +39,13 @@ USABLE_FRACTION = 0.5
 
 
 def format_bytes(n: float) -> str:
-    """Human-readable size: ``format_bytes(3 * 2**30) == '3.0 GiB'``."""
+    """Human-readable size: ``format_bytes(3 * 2**30) == '3.0 GiB'``.
+
+    Examples
+    --------
+    >>> format_bytes(512), format_bytes(1536), format_bytes(3 * 2 ** 30)
+    ('512 B', '1.5 KiB', '3.0 GiB')
+    """
     n = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -54,6 +60,13 @@ def estimate_bytes(shape: int | Sequence[int], dtype: str | np.dtype | type = "f
 
     ``shape`` is an element count or a shape tuple; the product is taken in
     Python integers, so 10^4 x 10^6 does not overflow.
+
+    Examples
+    --------
+    >>> estimate_bytes((1000, 2000)), estimate_bytes(10, "int32", copies=2)
+    (16000000, 80)
+    >>> format_bytes(estimate_bytes((10 ** 4, 10 ** 6)))
+    '74.5 GiB'
     """
     count = int(shape) if np.isscalar(shape) else int(np.prod([int(s) for s in shape],
                                                                dtype=object))
@@ -79,7 +92,14 @@ def _cgroup_headroom() -> int | None:
 
 
 def memory_available() -> int:
-    """Bytes this process can still allocate without swapping (best estimate)."""
+    """Bytes this process can still allocate without swapping (best estimate).
+
+    Examples
+    --------
+    >>> n = memory_available()  # MemAvailable, capped by the cgroup limit when there is one
+    >>> isinstance(n, int) and n > 0
+    True
+    """
     avail = None
     try:
         with open("/proc/meminfo") as fh:
@@ -117,6 +137,15 @@ def require_memory(nbytes: int, what: str, instead: str = "",
     ------
     InputError
         With the bytes needed, the bytes available and ``instead``.
+
+    Examples
+    --------
+    >>> require_memory(1024, "a tiny array")  # fits: returns the bytes needed
+    1024
+    >>> require_memory(2 ** 60, "an exbibyte matrix", "use a sparse format")
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: an exbibyte matrix needs 1048576.0 TiB but only ...
     """
     avail = memory_available()
     if nbytes > fraction * avail:

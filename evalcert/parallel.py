@@ -61,8 +61,8 @@ def dask_client(scheduler: str | None = None, timeout: float | None = None) -> I
     ...             dashboard_address=None) as client:
     ...     with dask_client() as current:
     ...         same = current is client
-    ...     squares = parallel_map(abs, [-1, 2], backend="dask", progress=False)
-    >>> same, squares
+    ...     values = parallel_map(abs, [-1, 2], backend="dask", progress=False)
+    >>> same, values
     (True, [1, 2])
     """
     timeout = CONNECT_TIMEOUT if timeout is None else timeout
@@ -130,6 +130,14 @@ def parallel_map(func: Callable[..., Any], items: Iterable[Any], *,
         Show a tqdm bar (stderr).
     desc : str, optional
         Label of the bar.
+
+    Examples
+    --------
+    >>> import operator
+    >>> parallel_map(abs, [-1, 2, -3], n_jobs=1, progress=False)  # in this process
+    [1, 2, 3]
+    >>> parallel_map(operator.mul, [1, 2, 3], shared=(10,), n_jobs=1, progress=False)
+    [10, 20, 30]
     """
     items = list(items)
     _check(backend, n_jobs, scheduler)

@@ -238,6 +238,8 @@ def box_radius(K: int, J: int, box: str) -> float | None:
     ``theta - b`` by at most 1, so ``|b_j| <= 2 min(K, J)`` and ``R = 2 min(K, J) + 1``.
     ``box="none"``: no radius from the constraints (``None``).
 
+    Examples
+    --------
     >>> box_radius(3, 5, "all"), box_radius(3, 5, "observed"), box_radius(3, 5, "none")
     (2.0, 7.0, None)
     """

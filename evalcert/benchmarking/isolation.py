@@ -73,6 +73,18 @@ def run_forked(fn: Callable[[Any], Any], tasks: Sequence[Any], *, n_jobs: int,
 
     Returns the results in task order and, per task, the child's peak resident
     bytes above its start (0 for a killed or crashed run).
+
+    Examples
+    --------
+    >>> import time
+    >>> def nap(seconds):
+    ...     time.sleep(seconds)
+    ...     return seconds
+    >>> results, peaks = run_forked(nap, [0, 30], n_jobs=2, deadline=lambda t: 0.3,
+    ...                             on_timeout=lambda t, sec: "killed", on_crash=None,
+    ...                             progress=False)
+    >>> results, len(peaks)  # the 30 s task was killed at its 0.3 s deadline
+    ([0, 'killed'], 2)
     """
     from tqdm.auto import tqdm
 

@@ -26,7 +26,7 @@ and run once, under the profile ``exact``.
 Measured durations on two shared cores (``--jobs 2``; load average 8-10 from
 other jobs; 10 QP backends + 2 ILP backends installed): ``evalcert bench
 --quick`` (17 problems, 398 runs, time limit 3 s) 135 s of runs, 151 s wall,
-37 s of CPU time -- so about 25-30 s on two idle cores. The full grid
+37 s of CPU time; on a nearly idle machine (load 1.6) 26 s wall, 35 s CPU. The full grid
 (``evalcert bench``: 121 problems, about 3110 runs, sizes up to 100 x 1000,
 sparse designs up to 60 000 cells, 50-refit bootstrap batches, 3 seeds) was
 not run end to end here; **estimated** from the quick run's per-run times

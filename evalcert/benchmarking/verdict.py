@@ -37,7 +37,17 @@ __all__ = ["growth_exponent", "cells_of", "scaling_table", "verdict"]
 
 
 def growth_exponent(cells: Sequence[float], seconds: Sequence[float]) -> float:
-    """Slope of ``log(seconds)`` against ``log(cells)`` (NaN with fewer than two sizes)."""
+    """Slope of ``log(seconds)`` against ``log(cells)`` (NaN with fewer than two sizes).
+
+    Examples
+    --------
+    >>> growth_exponent([1000, 10000, 100000], [0.01, 0.1, 1.0])  # linear in the cells
+    1.0
+    >>> growth_exponent([1000, 10000], [0.001, 0.1])  # quadratic
+    2.0
+    >>> growth_exponent([1000], [0.01])
+    nan
+    """
     x, y = np.log(np.asarray(cells, float)), np.log(np.asarray(seconds, float))
     if len(np.unique(x)) < 2:
         return math.nan

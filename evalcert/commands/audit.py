@@ -15,7 +15,17 @@ __all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``audit`` verb."""
+    """Add the ``audit`` verb.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["audit", "judges.csv", "--threshold", "0.6"])
+    >>> args.threshold, args.m, args.format, args.func is run
+    ('0.6', '1', 'auto', True)
+    """
     parser = subparsers.add_parser(
         "audit", help="exact no-knowledge alarm for graders (LLM judges) without answer keys",
         description="Fire if no answer key lets every grader be better than THRESHOLD on "
@@ -89,7 +99,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check outputs, read the log, run the audit, print its summary and notes."""
+    """Check outputs, read the log, run the audit, print its summary and notes.
+
+    Examples
+    --------
+    Three judges that agree on 6 items (notes such as the rows read go to stderr):
+
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> rows = "".join(f"q{i},g{g},{'ab'[i % 2]}\\n" for i in range(6) for g in range(3))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     log = Path(tmp) / "judges.csv"
+    ...     _ = log.write_text("item,grader,label\\n" + rows)
+    ...     run(parser.parse_args(["audit", str(log)]))
+    no-knowledge alarm (M=1, closed form): silent at x = 1/2 (0.5000)
+    ...
+    0
+    """
     from evalcert.logic.audit import run_audit
     from evalcert.outputs import check_outputs
 

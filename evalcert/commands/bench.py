@@ -17,7 +17,17 @@ __all__ = ["register", "run", "command_line"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``bench`` verb."""
+    """Add the ``bench`` verb.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["bench", "--quick", "--family", "sparse", "ilp-m1"])
+    >>> args.family, args.profile, args.out, args.time_limit, args.func is run
+    (['sparse', 'ilp-m1'], ['low', 'default', 'high'], 'bench_out', None, True)
+    """
     parser = subparsers.add_parser(
         "bench", help="benchmark the solver backends (success rate, runtime, profiles)",
         description="Run every problem family with every installed backend at each "
@@ -58,7 +68,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def command_line(args: argparse.Namespace) -> str:
-    """The ``evalcert bench`` command that reproduces ``args`` (written into the report)."""
+    """The ``evalcert bench`` command that reproduces ``args`` (written into the report).
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["bench", "--family", "ilp-m1", "--quick", "--jobs", "1"])
+    >>> command_line(args)  # the defaults spelled out
+    'evalcert bench --family ilp-m1 --profile low default high --quick --out bench_out
+     --shift 0.01 --jobs 1'
+    """
     words = ["evalcert", "bench", "--family", *args.family]
     if args.backends:
         words += ["--backends", *args.backends]
@@ -78,7 +99,23 @@ def command_line(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the benchmark, print its summary and where the report went."""
+    """Run the benchmark, print its summary and where the report went.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     run(parser.parse_args(["bench", "--family", "ilp-m1", "--backends", "pulp-highs",
+    ...                            "--quick", "--jobs", "1", "--no-memory",
+    ...                            "--out", str(Path(tmp) / "bench")]))
+    solver benchmark: 2 runs in ...
+    report written to .../bench/report.md ...
+    0
+    """
     from pathlib import Path
 
     from evalcert.benchmarking import bench

@@ -28,7 +28,18 @@ REGIME_PARAMS = {"row": ("alpha",), "column": ("beta",), "hybrid": ("alpha", "be
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``curl`` and ``experiment`` verbs."""
+    """Add the ``curl`` and ``experiment`` verbs.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["experiment", "sparse-recovery", "--scores", "s.csv",
+    ...                           "--C", "2"])
+    >>> args.experiment, args.regime, args.C, args.seeds, args.func is run_sparse_recovery
+    ('sparse-recovery', 'nlogn', 2.0, 50, True)
+    """
     curl = subparsers.add_parser(
         "curl", help="discrete integrability (curl) test of a score matrix per link",
         description="Median and P95 of |Delta| = |s_ij - s_i'j - s_ij' + s_i'j'| over random "
@@ -87,7 +98,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_curl(args: argparse.Namespace) -> int:
-    """Run the curl test and print its summary."""
+    """Run the curl test and print its summary.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "scores.csv"  # additive scores: 3 agents x 4 items
+    >>> _ = path.write_text("agent,q1,q2,q3,q4\\na,0.5,0.2,-0.1,0.3\\n"
+    ...                     "b,0.3,0.0,-0.3,0.1\\nc,0.1,-0.2,-0.5,-0.1\\n")
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> run_curl(parser.parse_args(["curl", str(path), "--rectangles", "100"]))
+    Curl test: 100 rectangles (seed 0), same for every link
+    ...
+    0
+    >>> tmp.cleanup()
+    """
     from evalcert.data import read_scores
     from evalcert.diagnostics.curl import curl_test
     from evalcert.outputs import check_outputs
@@ -108,7 +137,30 @@ def run_curl(args: argparse.Namespace) -> int:
 
 
 def run_sparse_recovery(args: argparse.Namespace) -> int:
-    """Run the sparse-recovery experiment and print its summary."""
+    """Run the sparse-recovery experiment and print its summary.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np, pandas as pd
+    >>> from pathlib import Path
+    >>> rng = np.random.default_rng(0)
+    >>> scores = np.subtract.outer(rng.normal(0, 0.3, 20), rng.normal(0, 0.3, 15))
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "scores.csv"
+    >>> pd.DataFrame(np.clip(scores, -1, 1).round(2), index=[f"a{i}" for i in range(20)],
+    ...              columns=[f"q{j}" for j in range(15)]).to_csv(path, index_label="agent")
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> run_sparse_recovery(parser.parse_args(
+    ...     ["experiment", "sparse-recovery", "--scores", str(path), "--C", "2", "--seeds", "2",
+    ...      "--n-jobs", "1", "--no-progress"]))
+    Sparse recovery: nlogn (C=2), d-core >= 3, 2 seeds, holdout 20% (seed 0)
+    ...
+    0
+    >>> tmp.cleanup()
+    """
     from evalcert.data import read_scores
     from evalcert.diagnostics.experiments import sparse_recovery
     from evalcert.diagnostics.metrics import partition_vector, read_agent_labels

@@ -16,7 +16,17 @@ DEFAULT_LAM = 5e-7
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``gini`` verb."""
+    """Add the ``gini`` verb.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> args = parser.parse_args(["gini", "scores.csv", "--penalised"])
+    >>> args.penalised, args.lam, args.solver, args.func is run
+    (True, None, 'clarabel', True)
+    """
     parser = subparsers.add_parser(
         "gini", help="Gini projection onto the additive manifold (Prop. 4.1) with a certificate",
         description="Complete the observed scores to the additive matrix s = theta - b in [-1, 1] "
@@ -41,7 +51,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the projection and print the result's summary."""
+    """Run the projection and print the result's summary.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "scores.csv"  # additive scores: 3 agents x 4 items
+    >>> _ = path.write_text("agent,q1,q2,q3,q4\\na,0.5,0.2,-0.1,0.3\\n"
+    ...                     "b,0.3,0.0,-0.3,0.1\\nc,0.1,-0.2,-0.5,-0.1\\n")
+    >>> import argparse
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> run(parser.parse_args(["gini", str(path)]))
+    Gini projection (Prop. 4.1)...
+    Huber-dual certificate PASSED, u* curl-free ...
+    0
+    >>> tmp.cleanup()
+    """
     from evalcert.data import read_scores
     from evalcert.outputs import check_outputs
     from evalcert.solvers.backends import check_backend

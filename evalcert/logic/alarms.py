@@ -325,7 +325,14 @@ class AlarmResult(ResultMixin):
 
 def binding_pairs(counts: LabelCounts, keys: Sequence[Sequence[int]],
                   value: Fraction) -> tuple[tuple[str, str], ...]:
-    """(grader, label) pairs whose closed-form best accuracy equals ``value`` at some key."""
+    """(grader, label) pairs whose closed-form best accuracy equals ``value`` at some key.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> binding_pairs(paper_summaries(), [(6, 15, 4)], Fraction(2, 3))
+    (('authors', 'b'), ('gpt4', 'a'))
+    """
     out: dict[tuple[str, str], None] = {}
     for key in keys:
         best = best_correct(counts, key)

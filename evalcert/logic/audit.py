@@ -30,7 +30,16 @@ MAX_BOOT = 100_000
 
 
 def panel_statement(result: AlarmResult) -> str:
-    """Sec. IV of paper 003 as one sentence about the graders as a panel."""
+    """Sec. IV of paper 003 as one sentence about the graders as a panel.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> print(panel_statement(alarm(paper_summaries(), "1/2")))
+    Given their label counts (M=1), the answer key established by these 2 graders is
+    logically consistent with each being at least 2/3 (66.7%) correct on every label,
+    and with nothing higher.
+    """
     which = {1: "label counts (M=1)", 2: "pair counts (M=2)",
              "full": "full joint decisions"}.get(result.m, str(result.m))
     return (f"Given their {which}, the answer key established by these {len(result.graders)} "
@@ -41,7 +50,17 @@ def panel_statement(result: AlarmResult) -> str:
 def grader_label_bounds(data: LabelCounts | Decisions, result: AlarmResult,
                         max_keys: int = 10) -> list[dict[str, Any]]:
     """Per (grader, label), the best accuracy the M=1 axioms allow at each listed attaining
-    key (closed form ``min(q_l, R_{l,i}) / q_l``): upper bounds, exact."""
+    key (closed form ``min(q_l, R_{l,i}) / q_l``): upper bounds, exact.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> counts = paper_summaries()
+    >>> rows = grader_label_bounds(counts, alarm(counts, "1/2"))
+    >>> len(rows), rows[0]  # 2 graders x 3 labels at the one attaining key
+    (6, {'grader': 'authors', 'label': 'a', 'key': '6/15/4', 'items': 6, 'best_correct': 5,
+         'best_accuracy': '5/6'})
+    """
     counts = data.label_counts() if isinstance(data, Decisions) else data
     rows = []
     for key in result.attaining_keys[:max_keys]:
@@ -77,6 +96,19 @@ class AuditReport(ResultMixin):
     spec : dict or None
         Per-label thresholds / overall grade checked under M=1 (an ILP): feasible, and a
         key where the spec holds.
+
+    Examples
+    --------
+    Three judges that agree on every item (the alarm stays silent up to ``T = 1``):
+
+    >>> import tempfile
+    >>> rows = "".join(f"q{i},g{g},{'ab'[i % 2]}\\n" for i in range(6) for g in range(3))
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     log = Path(tmp) / "judges.csv"
+    ...     _ = log.write_text("item,grader,label\\n" + rows)
+    ...     report = run_audit(log, "1/2")
+    >>> report.result.T, report.read["items_used"], report.notes
+    (Fraction(1, 1), 6, ('read 18 rows (long (csv)): 6 items, 6 used, 0 dropped',))
     """
 
     result: AlarmResult

@@ -62,6 +62,13 @@ class Estimate(ResultMixin):
         smallest model accuracy; majority vote: ``hard_min``).
     consistent : bool
         ``claimed_min <= T``: the claim is inside the logically consistent set.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> e = estimate(table1_decisions(), Fraction(5, 8), "mv")
+    >>> e.method, e.key, e.hard_min, e.consistent
+    ('majority vote (crowd-kit)', (7, 16, 2), Fraction(9, 16), True)
     """
 
     method: str
@@ -141,7 +148,15 @@ def estimate(decisions: Decisions, T: Fraction, method: str = "ds", *, n_iter: i
 @dataclasses.dataclass(frozen=True)
 class Agreement(ResultMixin):
     """Inter-rater agreement: Fleiss' kappa (complete decisions), Cohen's kappa per pair of
-    graders (statsmodels) and Krippendorff's alpha, nominal (krippendorff)."""
+    graders (statsmodels) and Krippendorff's alpha, nominal (krippendorff).
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> stats = agreement(table1_decisions())
+    >>> round(stats.fleiss_kappa, 4), round(stats.krippendorff_alpha, 4)
+    (0.2527, 0.2677)
+    """
 
     fleiss_kappa: float | None
     cohen_kappa: dict[str, float]
@@ -155,7 +170,15 @@ class Agreement(ResultMixin):
 
 
 def agreement(decisions: Decisions) -> Agreement:
-    """Agreement statistics from statsmodels and krippendorff (not by hand)."""
+    """Agreement statistics from statsmodels and krippendorff (not by hand).
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> stats = agreement(table1_decisions())  # 25 items, graders authors and gpt4
+    >>> {pair: round(k, 4) for pair, k in stats.cohen_kappa.items()}
+    {'authors~gpt4': 0.3125}
+    """
     ir = _import("statsmodels.stats.inter_rater", "statsmodels")
     kr = _import("krippendorff", "krippendorff")
     arr, r = decisions.array, len(decisions.labels)
@@ -182,6 +205,13 @@ def bootstrap_t(decisions: Decisions, n_boot: int = 200, seed: int = 0,
     """Item bootstrap of the M=1 threshold ``T_1``: how ``T_1`` varies over tests of the same
     size drawn like this one. A statement about the population of tests, not about this
     test (whose ``T`` is exact); M=2/full are not bootstrapped (each needs ILPs).
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> boot = bootstrap_t(table1_decisions(), n_boot=20, seed=0)
+    >>> boot["statistic"], boot["n_boot"], [round(v, 4) for v in boot["interval"]]
+    ('T_1 (M=1)', 20, [0.45, 0.7737])
     """
     from evalcert.logic.alarms import alarm_threshold
     from evalcert.logic.summaries import LabelCounts

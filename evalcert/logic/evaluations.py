@@ -133,6 +133,15 @@ def trace_range_feasible(key: Sequence[int], decided: Sequence[int], correct: in
     fills a zero-diagonal table with row sums ``Q - d`` and column sums ``R - d``, which
     exists iff ``(Q_l - d_l) + (R_l - d_l) <= Q - correct`` for every ``l`` (Hall's
     condition on the complete bipartite graph minus its diagonal). Used by App. D grades.
+
+    Examples
+    --------
+    Key ``(2, 1)`` (two items of label 0, one of label 1), a grader deciding ``(1, 2)``:
+    at most ``min(2, 1) + min(1, 2) = 2`` answers can be correct, and exactly one cannot
+    (the single ``0`` decision is either right, and so is one ``1``, or wrong, and so are both).
+
+    >>> [trace_range_feasible((2, 1), (1, 2), c) for c in (0, 1, 2, 3)]
+    [True, False, True, False]
     """
     key_t, dec_t = _check_margins(key, decided)
     n = sum(key_t)
@@ -218,6 +227,8 @@ def correct_multiplicity(key: Sequence[int], decided: Sequence[int]) -> list[lis
     """Per label ``l``: how many possible evaluations at ``key`` have ``E[l][l] = a`` for
     ``a = 0..q_l`` (the marginal counts behind the correctness squares of Figs. 5-6).
 
+    Examples
+    --------
     >>> correct_multiplicity((6, 4), (4, 6))
     [[1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]
     """
@@ -235,6 +246,12 @@ def correct_multiplicity(key: Sequence[int], decided: Sequence[int]) -> list[lis
 def correctness_squares(key: Sequence[int], decided_i: Sequence[int],
                         decided_j: Sequence[int]) -> list[list[list[int]]]:
     """Figs. 5-6: per label, the ``(q_l + 1) x (q_l + 1)`` multiplicity of M=1 product-space
-    evaluations of two graders with ``a`` and ``b`` correct answers on that label."""
+    evaluations of two graders with ``a`` and ``b`` correct answers on that label.
+
+    Examples
+    --------
+    >>> correctness_squares((2, 1), (1, 2), (2, 1))  # one square per label
+    [[[0, 1, 1], [0, 1, 1], [0, 0, 0]], [[1, 1], [1, 1]]]
+    """
     mi, mj = correct_multiplicity(key, decided_i), correct_multiplicity(key, decided_j)
     return [[[x * y for y in row_j] for x in row_i] for row_i, row_j in zip(mi, mj)]

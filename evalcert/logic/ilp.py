@@ -179,6 +179,16 @@ def run_solver(prob: pulp.LpProblem, solver: str = "highs") -> tuple[str, float]
     """Solve a PuLP problem with ``"highs"`` (default) or ``"cbc"``; return (status, seconds).
 
     Optimal and Infeasible are answers; any other status raises :class:`SolverError`.
+
+    Examples
+    --------
+    >>> prob = pulp.LpProblem("demo", pulp.LpMaximize)
+    >>> x = prob.add_variable("x", 0, 3, cat="Integer")
+    >>> prob += x
+    >>> prob += 2 * x <= 5
+    >>> status, seconds = run_solver(prob)
+    >>> status, x.value()
+    ('Optimal', 2.0)
     """
     if solver not in SOLVERS:
         raise BackendUnavailableError(f"unknown ILP solver {solver!r}; use one of "
@@ -198,7 +208,21 @@ def run_solver(prob: pulp.LpProblem, solver: str = "highs") -> tuple[str, float]
 
 
 def solve_model(model: M1Model, solver: str = "highs") -> IlpResult:
-    """Solve with ``"highs"`` (default) or ``"cbc"``; Infeasible is a result, not an error."""
+    """Solve with ``"highs"`` (default) or ``"cbc"``; Infeasible is a result, not an error.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import paper_summaries
+    >>> model = M1Model(paper_summaries(), key=(8, 9, 8))
+    >>> model.add_label_spec(0, 0, Fraction(1, 2))  # authors better than 1/2 on label a
+    >>> result = solve_model(model)
+    >>> result.status, result.feasible, result.key
+    ('Optimal', True, (8, 9, 8))
+    >>> for label in range(3):
+    ...     model.add_label_spec(1, label, Fraction(1, 2))  # and gpt4 on every label
+    >>> solve_model(model).feasible  # the closed form at (8, 9, 8) is 3/8
+    False
+    """
     status, seconds = run_solver(model.prob, solver)
     return model.extract(solver, status, seconds)
 

@@ -50,7 +50,15 @@ MAX_PATTERNS = 20_000
 
 
 def joint_patterns(decisions: Decisions) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct joint decision patterns ``(P, N)`` (``-1`` = skipped) and their counts."""
+    """Distinct joint decision patterns ``(P, N)`` (``-1`` = skipped) and their counts.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> patterns, counts = joint_patterns(table1_decisions())  # 25 items, 2 graders
+    >>> patterns.shape, int(counts.sum()), patterns[:2].tolist(), counts[:2].tolist()
+    ((7, 2), 25, [[0, 0], [0, 1]], [3, 2])
+    """
     pats, counts = np.unique(decisions.array, axis=0, return_counts=True)
     return pats, counts
 
@@ -60,6 +68,16 @@ class JointModel:
 
     Attributes ``prob``, ``q`` (key label counts, expressions), ``correct[i][t]`` and
     ``den[i][t]`` (expressions), as in the module docstring.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> model = JointModel(table1_decisions(), key=(6, 16, 3))
+    >>> len(model.x), len(model.correct)  # 7 patterns split by label; 2 graders
+    (7, 2)
+    >>> status, _ = run_solver(model.prob)
+    >>> status, [int(pulp.value(q)) for q in model.q]
+    ('Optimal', [6, 16, 3])
     """
 
     def __init__(self, decisions: Decisions, key: Sequence[int] | None = None,
@@ -313,6 +331,21 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     ``describe(key, values_or_split)`` turns the witness at ``T`` into the result's
     ``witness`` dict. ``improve(values)`` may turn a solver's point into a better consistent
     point ``(value, key, point)`` (a local search), re-checked exactly by the caller.
+
+    Examples
+    --------
+    The full-joint alarm, driven by hand (:func:`alarm_full` adds a start point, the
+    M=1 candidate keys and a local search):
+
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> dec = table1_decisions()
+    >>> def build(key):
+    ...     model = JointModel(dec, key=key)
+    ...     return _Spec(model.prob, model.q, model.correct, model.den)
+    >>> result = exact_alarm(build, dec, "0.5", upper=Fraction(1), m="full",
+    ...                      method="full-joint ILP")
+    >>> result.T, result.attaining_keys
+    (Fraction(5, 8), ((6, 16, 3),))
     """
     x = as_threshold(threshold)
     t0 = time.perf_counter()
@@ -413,7 +446,14 @@ def _check(decisions: Any) -> Decisions:
 
 def full_alarm_threshold(decisions: Decisions, *, lower: Sequence[int] | None = None,
                          upper: Sequence[int] | None = None, solver: str = "highs") -> Fraction:
-    """Exact full-joint threshold ``T_full`` (see :func:`alarm_full`)."""
+    """Exact full-joint threshold ``T_full`` (see :func:`alarm_full`).
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> full_alarm_threshold(table1_decisions())
+    Fraction(5, 8)
+    """
     return alarm_full(decisions, "0", lower=lower, upper=upper, solver=solver,
                       max_checks=0, max_binding_keys=0).T
 

@@ -138,6 +138,8 @@ def m2_alarm_threshold(decisions: Decisions, *, lower: Sequence[int] | None = No
                        upper: Sequence[int] | None = None, solver: str = "highs") -> Fraction:
     """Exact M=2 alarm threshold ``T_2 <= T_1`` (see :func:`alarm_m2`).
 
+    Examples
+    --------
     >>> from evalcert.datasets.mtbench import table1_decisions
     >>> m2_alarm_threshold(table1_decisions())
     Fraction(5, 8)

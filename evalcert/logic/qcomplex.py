@@ -28,7 +28,15 @@ MAX_KEYS = 5_000_000
 
 def qcomplex_bounds(n_items: int, n_labels: int, lower: Sequence[int] | None = None,
                     upper: Sequence[int] | None = None) -> Bounds:
-    """Validate bounds on each ``Q_l``; default ``0 <= Q_l <= Q``. Raise if no key fits."""
+    """Validate bounds on each ``Q_l``; default ``0 <= Q_l <= Q``. Raise if no key fits.
+
+    Examples
+    --------
+    >>> qcomplex_bounds(10, 3)
+    ((0, 0, 0), (10, 10, 10))
+    >>> qcomplex_bounds(10, 3, lower=[2, 0, 0], upper=[5, 20, 3])  # upper capped at Q
+    ((2, 0, 0), (5, 10, 3))
+    """
     if isinstance(n_items, bool) or not isinstance(n_items, (int, np.integer)) or n_items < 1:
         raise InputError(f"test size Q={n_items!r}; give a positive integer")
     if n_labels < 2:

@@ -43,6 +43,8 @@ PAIRWISE_LABELS = ("a", "b", "tie")
 def parse_label_map(text: str | Mapping[str, str] | None) -> dict[str, str] | None:
     """``"0=tie,1=a"`` -> ``{"0": "tie", "1": "a"}`` (a mapping is returned as a dict).
 
+    Examples
+    --------
     >>> parse_label_map("0=tie, 1 = a")
     {'0': 'tie', '1': 'a'}
     """

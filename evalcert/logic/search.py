@@ -35,6 +35,8 @@ __all__ = ["simplest_between", "max_ratio", "check_integer_solution"]
 def simplest_between(lo: Fraction, hi: Fraction) -> Fraction:
     """The fraction with the smallest denominator strictly inside ``(lo, hi)``, ``lo < hi``.
 
+    Examples
+    --------
     >>> simplest_between(Fraction(1, 3), Fraction(1, 2))
     Fraction(2, 5)
     """
@@ -72,6 +74,15 @@ def max_ratio(feasible: Callable[[Fraction], Fraction | None], upper: Fraction,
     be infeasible (e.g. by the LP relaxation), and ``attained``: a level known to be reached
     (e.g. by a rounded LP point, re-checked exactly), narrow the search. Returns
     ``(T, number of feasibility calls)``.
+
+    Examples
+    --------
+    Levels up to 5/8 are feasible, and every solution found reaches 5/8:
+
+    >>> def feasible(f):
+    ...     return Fraction(5, 8) if f <= Fraction(5, 8) else None
+    >>> max_ratio(feasible, Fraction(1), max_den=25)  # (T, calls)
+    (Fraction(5, 8), 3)
     """
     calls = 0
     hi = upper if infeasible_above is None else min(upper, infeasible_above)
@@ -103,7 +114,19 @@ def max_ratio(feasible: Callable[[Fraction], Fraction | None], upper: Fraction,
 def check_integer_solution(prob: pulp.LpProblem, what: str) -> dict[str, int]:
     """Round every variable of a solved ILP to an integer and re-check every constraint
     exactly; return ``{name: value}``. Raise :class:`CertificateError` if the solver's
-    answer is not an integer point satisfying the model."""
+    answer is not an integer point satisfying the model.
+
+    Examples
+    --------
+    >>> from evalcert.logic.ilp import run_solver
+    >>> prob = pulp.LpProblem("demo", pulp.LpMaximize)
+    >>> x = prob.add_variable("x", 0, 3, cat="Integer")
+    >>> prob += x
+    >>> prob += 2 * x <= 5, "cap"
+    >>> _ = run_solver(prob)
+    >>> check_integer_solution(prob, "demo")
+    {'x': 2}
+    """
     values: dict[str, int] = {}
     for var in prob.variables():
         raw = var.varValue

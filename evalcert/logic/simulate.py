@@ -23,6 +23,8 @@ def simulate_log(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0,
                  ) -> tuple[pd.DataFrame, np.ndarray]:
     """A long ``item, grader, label`` log and the true labels (indices) it was drawn from.
 
+    Examples
+    --------
     >>> log, truth = simulate_log(4, 2, 2, seed=1)
     >>> list(log.columns), len(log), truth.shape
     (['item', 'grader', 'label'], 8, (4,))
@@ -53,7 +55,14 @@ def simulate_log(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0,
 def simulate_decisions(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0,
                        skip: float = 0.0, **kwargs: float) -> Decisions:
     """:func:`simulate_log` read as :class:`Decisions` (labels ``l0, l1, ...`` declared;
-    skipped decisions kept as ``-1`` when ``skip > 0``)."""
+    skipped decisions kept as ``-1`` when ``skip > 0``).
+
+    Examples
+    --------
+    >>> dec = simulate_decisions(30, 2, 3, seed=0, skip=0.1)
+    >>> len(dec.items), dec.graders, dec.labels, dec.complete
+    (30, ('judge0', 'judge1', 'judge2'), ('l0', 'l1'), False)
+    """
     log, _ = simulate_log(n_items, n_labels, n_graders, seed=seed, skip=skip, **kwargs)
     return decisions_from_frame(log, labels=[f"l{v}" for v in range(n_labels)],
                                 on_missing="keep" if skip > 0 else "error")

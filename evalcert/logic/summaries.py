@@ -454,7 +454,13 @@ def as_label_counts(data: LabelCounts | Decisions | Mapping[str, Mapping[str, An
 
 
 def as_threshold(x: Any) -> Fraction:
-    """An accuracy threshold in [0, 1] as an exact ``Fraction`` (floats read as typed: 0.1 -> 1/10)."""
+    """An accuracy threshold in [0, 1] as an exact ``Fraction`` (floats read as typed: 0.1 -> 1/10).
+
+    Examples
+    --------
+    >>> as_threshold(0.1), as_threshold("5/8"), as_threshold(1)
+    (Fraction(1, 10), Fraction(5, 8), Fraction(1, 1))
+    """
     if isinstance(x, bool):
         raise InputError(f"threshold {x!r} is not a number in [0, 1]")
     try:

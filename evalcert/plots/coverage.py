@@ -27,6 +27,8 @@ def min_max_bars(values: np.ndarray) -> np.ndarray:
     When every seed gives the same value, the mean of equal floats can exceed their
     minimum by one rounding step, and matplotlib refuses negative bar lengths.
 
+    Examples
+    --------
     >>> bars = min_max_bars(np.array([[0.1152] * 50, [0.1, 0.3] * 25]))
     >>> bool((bars >= 0).all()), bars[:, 1].round(3).tolist()
     (True, [0.1, 0.1])

@@ -93,7 +93,18 @@ def plot_item_curves(params: Any, abilities: np.ndarray | None = None, *, max_it
 
 
 def plot_item_fit(result: Any, *, path: str | Path | None = None) -> Any:
-    """Infit vs outfit t of every item, with the ``|t| = threshold`` band."""
+    """Infit vs outfit t of every item, with the ``|t| = threshold`` band.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from evalcert.solvers.irt import Rasch, item_fit
+    >>> Y = (np.random.default_rng(0).random((40, 10)) < 0.5).astype(float)
+    >>> fig = plot_item_fit(item_fit(Rasch(method="cml").fit(Y), Y))  # path= saves it
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
+    ('outfit t', 'infit t')
+    >>> plt.close(fig)
+    """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5, 4.5))
     t_out, t_in = result.items["outfit_t"], result.items["infit_t"]
@@ -113,7 +124,21 @@ def plot_item_fit(result: Any, *, path: str | Path | None = None) -> Any:
 
 
 def plot_anchor_estimates(result: Any, *, path: str | Path | None = None) -> Any:
-    """Estimated vs true accuracy of the held-out models (IRT and anchor-mean estimates)."""
+    """Estimated vs true accuracy of the held-out models (IRT and anchor-mean estimates).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from evalcert.solvers.irt import Rasch, evaluate_anchors
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=60), rng.normal(size=40)
+    >>> Y = (rng.random((60, 40)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> fig = plot_anchor_estimates(evaluate_anchors(Rasch(method="mml"), Y, n_anchors=10,
+    ...                                              seed=0))
+    >>> fig.axes[0].get_title()
+    '10 anchors (information)'
+    >>> plt.close(fig)
+    """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(5, 4.5))
     for key, marker in (("irt", "o"), ("anchor_mean", "x")):

@@ -52,6 +52,14 @@ class Design:
         Numbers of agents and items.
     rows, cols : ndarray of int64
         Observed cells in row-major order, no repeats.
+
+    Examples
+    --------
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])  # cell (1, 0) unobserved
+    >>> d.n_cells, d.D.toarray().tolist()  # one row e_i - e_{K+j} per cell
+    (3, [[1.0, 0.0, -1.0, 0.0], [1.0, 0.0, 0.0, -1.0], [0.0, 1.0, 0.0, -1.0]])
+    >>> d.same_pattern(Design.from_mask(np.array([[True, True], [False, True]])))
+    True
     """
 
     K: int
@@ -115,7 +123,15 @@ class Design:
 
 
 def row_major_order(K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
-    """``None`` if the cells are in strict row-major order, else the sorting permutation."""
+    """``None`` if the cells are in strict row-major order, else the sorting permutation.
+
+    Examples
+    --------
+    >>> row_major_order(2, 2, np.array([0, 0, 1]), np.array([0, 1, 1])) is None
+    True
+    >>> row_major_order(2, 2, np.array([1, 0, 0]), np.array([1, 0, 1]))
+    array([1, 2, 0])
+    """
     flat = np.asarray(rows, dtype=np.int64) * J + np.asarray(cols, dtype=np.int64)
     if len(flat) < 2 or bool(np.all(flat[1:] > flat[:-1])):
         return None
@@ -131,6 +147,8 @@ def hessian(design: Design, weights: np.ndarray, lam: float, n_extra: int = 0) -
     zero weights kept as explicit entries so the pattern depends on the design
     only), with no sparse product and no sort.
 
+    Examples
+    --------
     >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
     >>> hessian(d, np.ones(3), 0.0).toarray()
     array([[ 4.,  0., -2., -2.],
@@ -223,6 +241,15 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     bounds : (float, float)
         The box is ``lo <= theta_i - b_j <= hi`` (``ScoreMatrix.bounds``;
         ``(-1, 1)`` is Eq. 7's ``|theta_i - b_j| <= 1``).
+
+    Examples
+    --------
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> qp = build_qp(d, np.array([0.5, 0.2, -0.1]), np.ones(3), 0.0, "all")
+    >>> qp.n, qp.m, qp.x_bound  # theta, b, c_hi, c_lo; gauge + 2 (K + J) box rows
+    (6, 9, 3.0)
+    >>> qp.q.tolist(), round(qp.r, 12)  # -2 D'(w s) and s'Ws
+    ([-1.4, 0.2, 1.0, 0.2, 0.0, 0.0], 0.3)
     """
     K, J = design.K, design.J
     P = hessian(design, weights, lam, n_aux(box))
@@ -246,7 +273,16 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
 def with_scores(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray) -> QP:
     """``qp`` with the data terms of new ``scores``: ``q = -2 D'(w s)`` (zero on
     the auxiliaries) and ``r = s'Ws``. ``P`` and ``A`` do not depend on the
-    scores, so a refit on the same design and weights only changes these."""
+    scores, so a refit on the same design and weights only changes these.
+
+    Examples
+    --------
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> qp = build_qp(d, np.array([0.5, 0.2, -0.1]), np.ones(3), 0.0, "all")
+    >>> refit = with_scores(qp, d, np.full(3, 0.1), np.ones(3))
+    >>> refit.q.tolist(), round(refit.r, 12), refit.P is qp.P
+    ([-0.4, -0.2, 0.2, 0.4, 0.0, 0.0], 0.03, True)
+    """
     K, J = design.K, design.J
     ws = weights * scores
     q = np.zeros(qp.n)
@@ -257,7 +293,16 @@ def with_scores(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray)
 
 def initial_point(design: Design, theta: np.ndarray, b: np.ndarray, box: str,
                   bounds: Bounds = (-1.0, 1.0)) -> np.ndarray:
-    """Complete ``(theta, b)`` with auxiliary values (``c_hi, c_lo``) for ``box``."""
+    """Complete ``(theta, b)`` with auxiliary values (``c_hi, c_lo``) for ``box``.
+
+    Examples
+    --------
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> initial_point(d, np.array([0.5, 0.1]), np.array([0.0, -0.2]), "all").round(6).tolist()
+    [0.5, 0.1, 0.0, -0.2, 0.65, -0.45]
+    >>> initial_point(d, np.array([0.5, 0.1]), np.array([0.0, -0.2]), "none").tolist()
+    [0.5, 0.1, 0.0, -0.2]
+    """
     x = np.r_[theta, b, np.zeros(n_aux(box))]
     return centre_free_aux(design, box, x, np.zeros(1), bounds)
 
@@ -273,6 +318,15 @@ def centre_free_aux(design: Design, box: str, x: np.ndarray, y: np.ndarray,
     active-set method from switching rows on because of an arbitrary value;
     when the interval is empty the midpoint violates both sides, so both
     extremes enter the active set together.
+
+    Examples
+    --------
+    ``c_hi`` may lie anywhere in ``[max theta, min b + 1] = [0.5, 0.8]``:
+
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> x = np.array([0.5, 0.1, 0.0, -0.2, 0.0, 0.0])  # theta, b, c_hi, c_lo
+    >>> centre_free_aux(d, "all", x, np.zeros(1)).round(6).tolist()
+    [0.5, 0.1, 0.0, -0.2, 0.65, -0.45]
     """
     if box != "all":
         return x
@@ -299,6 +353,17 @@ def binding_constraints(design: Design, box: str, x: np.ndarray, y: np.ndarray,
     (``theta_i - b_j = lo``), each with the per-agent and per-item multipliers
     and the cells on the box. For ``box="observed"``, one entry per observed
     cell on ``hi`` or ``lo``. O(K + J + n_cells).
+
+    Examples
+    --------
+    The fit puts the unobserved cell ``(1, 0)`` on the upper bound:
+
+    >>> from evalcert.solvers.backends import solve_qp
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> sol = solve_qp("native", build_qp(d, np.array([1.0, -1.0, 0.0]), np.ones(3), 1e-6, "all"))
+    >>> [(c["side"], c["agents"], c["items"], round(c["multiplier"], 3))
+    ...  for c in binding_constraints(d, "all", sol.x, sol.y, ("a0", "a1"), ("q0", "q1"))]
+    [('upper', ['a1'], ['q0'], 0.667)]
     """
     K, J = design.K, design.J
     lo, hi = bounds

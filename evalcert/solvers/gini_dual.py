@@ -62,6 +62,8 @@ __all__ = ["huber_conjugate", "GiniCertificate", "huber_certificate", "curl_free
 def huber_conjugate(u: np.ndarray) -> np.ndarray:
     """``phi*(u)`` of ``phi(s) = 1/2 s^2 + iota_[-1,1](s)``: Huber with threshold 1 (Eq. 24-25).
 
+    Examples
+    --------
     >>> huber_conjugate(np.array([0.5, -2.0]))
     array([0.125, 1.5  ])
     """
@@ -201,6 +203,18 @@ def huber_certificate(S: ScoreMatrix, s: np.ndarray, lambda_: np.ndarray, mu: np
     Returns
     -------
     GiniCertificate
+
+    Examples
+    --------
+    >>> S = ScoreMatrix.from_array(np.array([[0.5, np.nan], [0.1, -0.2]]))
+    >>> s = np.array([[0.5, 0.2], [0.1, -0.2]])
+    >>> lam, mu = curl_free_multipliers(S, s, np.zeros((2, 2), dtype=bool))
+    >>> cert = huber_certificate(S, s, lam, mu)
+    >>> cert.passed, round(cert.duality_gap, 12)
+    (True, 0.0)
+    >>> bad = huber_certificate(S, s + 0.05, lam, mu)  # misses the observed scores
+    >>> bad.passed, round(bad.observation_residual, 6)
+    (False, 0.05)
     """
     obs = S.observed
     t = S.values[obs]
@@ -275,6 +289,14 @@ def curl_free_multipliers(S: ScoreMatrix, s: np.ndarray, on_box: np.ndarray,
     of the observation graph; ``lambda = B' omega`` solves it with
     ``B B' omega = rhs`` grounded at one node per component. Then
     ``mu = (P' lambda - u*)`` off the reference row and column.
+
+    Examples
+    --------
+    >>> S = ScoreMatrix.from_array(np.array([[0.5, np.nan], [0.1, -0.2]]))
+    >>> s = np.array([[0.5, 0.2], [0.1, -0.2]])  # its additive completion, off the box
+    >>> lam, mu = curl_free_multipliers(S, s, np.zeros((2, 2), dtype=bool))
+    >>> np.round(lam, 6).tolist(), np.round(mu, 6).tolist()  # one lambda per observed cell
+    ([0.7, -0.1, 0.0], [[0.2]])
     """
     K, J = S.shape
     conn = S.connectivity()

@@ -401,6 +401,18 @@ def gini_projection(S: ScoreMatrix, method: Method = "additive", *, penalised: b
         completion leaves [-1, 1]. The message points to ``penalised=True``.
     SolverError, CertificateError
         The solver failed, or its answer did not pass evalcert's certificate.
+
+    Examples
+    --------
+    >>> t = np.subtract.outer([0.6, 0.1, -0.3], [0.0, -0.4, 0.2])
+    >>> t[0, 1] = np.nan
+    >>> res = gini_projection(ScoreMatrix.from_array(t), "rectangles")
+    >>> round(float(res.s[0, 1]), 6), res.certificate.passed, res.solver_certificate.passed
+    (1.0, True, True)
+    >>> t[0, 2] += 0.1  # no longer additive: only the penalised form fits it
+    >>> res = gini_projection(ScoreMatrix.from_array(t), penalised=True)
+    >>> res.method, res.lam, res.clipped_linear.certificate.passed
+    ('penalised', 5e-07, True)
     """
     tolerance = tolerance or Tolerance()
     check_backend(solver)

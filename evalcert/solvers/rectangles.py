@@ -79,6 +79,14 @@ def curl(s: np.ndarray, reference: Reference = (0, 0)) -> np.ndarray:
     """``D s`` without forming ``D``: the basis rectangle deviations, shape (K-1, J-1).
 
     Zero iff ``s`` is additive (Lemma F.1).
+
+    Examples
+    --------
+    >>> s = np.array([[0.5, 0.2, 0.0], [0.3, 0.0, -0.1]])
+    >>> np.round(curl(s), 6)  # s_1j - s_0j - s_10 + s_00 for j = 1, 2
+    array([[0. , 0.1]])
+    >>> bool(np.allclose(curl(s).ravel(), rectangle_operator(2, 3) @ s.ravel()))
+    True
     """
     i0, j0 = reference
     R, C = _others(s.shape[0], i0), _others(s.shape[1], j0)
@@ -113,6 +121,15 @@ def reference_parameters(s: np.ndarray, reference: Reference = (0, 0)
     """Lemma F.1, Eq. 21: ``theta_i = s_ij0 - s_i0j0``, ``b_j = -s_i0j``.
 
     For additive ``s`` (``D s = 0``), ``theta_i - b_j = s_ij`` on every cell (Eq. 23).
+
+    Examples
+    --------
+    >>> s = np.subtract.outer([0.5, 0.1], [0.0, 0.2, -0.3])
+    >>> theta, b = reference_parameters(s)
+    >>> np.round(theta, 6).tolist(), np.round(b, 6).tolist()
+    ([0.0, -0.4], [-0.5, -0.3, -0.8])
+    >>> bool(np.allclose(theta[:, None] - b[None, :], s))
+    True
     """
     i0, j0 = reference
     return s[:, j0] - s[i0, j0], -s[i0, :].copy()

@@ -89,5 +89,15 @@ def make_estimator(model: str, method: str | None = None, *, dims: int | None = 
 
 def fit_irt(Y: Any, model: str = "rasch", method: str | None = None, *,
             mask: np.ndarray | None = None, **options: Any) -> IRTEstimator:
-    """Fit an IRT model by name; returns the fitted estimator (see ``result_``)."""
+    """Fit an IRT model by name; returns the fitted estimator (see ``result_``).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=60), np.linspace(-1, 1, 12)
+    >>> Y = (rng.random((60, 12)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> est = fit_irt(Y, model="2pl", method="mml")
+    >>> type(est).__name__, est.result_.converged, est.discriminations_.shape
+    ('TwoPL', True, (12,))
+    """
     return make_estimator(model, method, **options).fit(Y, mask=mask)

@@ -50,6 +50,16 @@ def estimate_tables(estimator: Any, Y: Any = None) -> tuple[pd.DataFrame, pd.Dat
     Models are sorted by rank (1 = highest ability; multidimensional fits keep
     the data order and rank by the first dimension). With ``Y`` (the fitted
     data), ``n_observed`` and ``accuracy`` (mean response) are added.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((40, 8)) < 0.5).astype(float)
+    >>> models, items = estimate_tables(Rasch(method="map").fit(Y), Y)
+    >>> models["rank"].tolist()[:3], len(items), "accuracy" in models.columns
+    ([1, 2, 3], 8, True)
+    >>> bool(models["ability"].is_monotonic_decreasing)  # sorted by rank
+    True
     """
     if not hasattr(estimator, "result_"):
         raise InputError(f"this {type(estimator).__name__} is not fitted yet; call fit(Y) first")

@@ -51,6 +51,15 @@ class LogisticFactor(IRTEstimator):
     ----------
     abilities_ (n_models, K), loadings_ (n_items, K), intercepts_,
     difficulties_ (= -intercepts_), loglik_, result_.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=60), np.linspace(-1, 1, 12)
+    >>> Y = (rng.random((60, 12)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> est = LogisticFactor(dims=2).fit(Y)
+    >>> est.result_.converged, est.abilities_.shape, est.loadings_.shape
+    (True, (60, 2), (12, 2))
     """
 
     model_name = "factor"

@@ -59,6 +59,17 @@ class JEIRT(IRTEstimator):
     ----------
     abilities_ (model embeddings ``E_M``, n_models x d), item_embeddings_
     (``E_Q``), difficulties_ (``|E_Q|``), loglik_, result_.
+
+    Examples
+    --------
+    12 models on 25 items described by 8 features each (say, text embeddings):
+
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(25, 8))
+    >>> Y = (rng.random((12, 25)) < 1 / (1 + np.exp(-X[:, 0]))).astype(float)
+    >>> est = JEIRT(X, dims=4, hidden=8).fit(Y)
+    >>> est.abilities_.shape, est.item_embeddings_.shape, est.difficulties_.shape
+    ((12, 4), (25, 4), (25,))
     """
 
     model_name = "je"

@@ -46,7 +46,13 @@ ROUNDING = 1e3     # rounding error of the objective, in units of eps * sum |ter
 
 
 def newton_flops(shape: tuple[int, int]) -> float:
-    """Floating-point work of one Newton step on a ``G x H`` pooled table."""
+    """Floating-point work of one Newton step on a ``G x H`` pooled table.
+
+    Examples
+    --------
+    >>> newton_flops((10, 200)), newton_flops((200, 10))  # (smaller side)^2 x larger side
+    (20000.0, 20000.0)
+    """
     small, large = sorted(shape)
     return float(small) ** 2 * large
 
@@ -99,6 +105,15 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
     without the prior), ``gradient`` (the max per-parameter gradient reached) and
     ``rounding_limited`` (True when the solve stopped at the rounding limit of
     ``f`` with ``gradient`` still above ``tol``).
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt.pooling import pool_responses
+    >>> Y = (np.random.default_rng(0).random((30, 8)) < 0.5).astype(float)
+    >>> pooled = pool_responses(Y, np.ones(Y.shape, dtype=bool))
+    >>> out = rasch_joint_newton(pooled, lam=1.0, tol=1e-8, max_iter=50, what="demo")
+    >>> out["theta"].shape == (pooled.shape[0],), bool(out["gradient"] <= 1e-8)
+    (True, True)
     """
     n, m = pooled.row_size.astype(float), pooled.col_size.astype(float)
     cells = pooled.cells

@@ -127,6 +127,16 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
     dict with ``var_a``, ``var_d``, ``cov_ad`` (M,), ``full`` (whether the
     cross-item terms were included) and, for a common slope with ``full``,
     ``cov_d`` (M, M), the covariance of the intercepts.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.normal(size=500)
+    >>> Y = (rng.random((500, 4)) < 1 / (1 + np.exp(-z[:, None]))).astype(float)
+    >>> out = observed_information(Y, np.ones_like(Y, bool), np.ones(4), np.zeros(4),
+    ...                            np.zeros(500), np.ones(500), common_slope=True)
+    >>> out["var_d"].shape, out["cov_d"].shape, bool(np.all(out["var_d"] > 0))
+    ((4,), (4, 4), True)
     """
     N, M = Y.shape
     O = O.astype(float)

@@ -57,6 +57,16 @@ def sample_rasch(Y: np.ndarray, observed: np.ndarray, *, lam: float, n_chains: i
     -------
     dict with ``theta`` (chains, draws, N), ``b`` (chains, draws, M) on the
     sum-zero scale and ``acceptance`` (mean acceptance rate after burn-in).
+
+    Examples
+    --------
+    >>> Y = (np.random.default_rng(0).random((30, 8)) < 0.5).astype(float)
+    >>> draws = sample_rasch(Y, np.ones(Y.shape, dtype=bool), lam=1.0, n_chains=2,
+    ...                      n_draws=50, n_burn=50, seed=0)
+    >>> draws["theta"].shape, draws["b"].shape, bool(0 < draws["acceptance"] < 1)
+    ((2, 50, 30), (2, 50, 8), True)
+    >>> bool(np.abs(draws["b"].sum(-1)).max() < 1e-9)  # the sum-zero scale
+    True
     """
     rng = np.random.default_rng(seed)
     O = observed.astype(float)

@@ -77,6 +77,15 @@ class TwoPL(IRTEstimator):
     ----------
     abilities_, discriminations_, difficulties_ and their ``*_se_``,
     loglik_, result_.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=60), np.linspace(-1, 1, 12)
+    >>> Y = (rng.random((60, 12)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> est = TwoPL(method="mml").fit(Y)
+    >>> est.result_.converged, est.discriminations_.shape, bool(np.all(est.discriminations_ > 0))
+    (True, (12,), True)
     """
 
     model_name = "2pl"
