@@ -176,6 +176,15 @@ class ScoreMatrix:
         With ``copy=False`` a C-contiguous float64 array is adopted as the dense
         view and made read-only; the caller must not change it through another
         reference.
+
+    Examples
+    --------
+    >>> S = ScoreMatrix(np.array([[0.5, np.nan], [0.1, -0.2]]), ["a", "b"], ["x", "y"])
+    >>> S.shape, S.n_observed, S.bounds, S.observed.tolist()
+    ((2, 2), 3, (-1.0, 1.0), [[True, False], [True, True]])
+    >>> rows, cols, values = S.cells()  # the observed cells, row-major
+    >>> rows.tolist(), cols.tolist(), values.tolist()
+    ([0, 1, 1], [0, 0, 1], [0.5, 0.1, -0.2])
     """
 
     def __init__(self, values: np.ndarray, agents: Sequence[str], items: Sequence[str],

@@ -60,6 +60,22 @@ def check_output(path: str | os.PathLike, *, inputs: Iterable[str | os.PathLike]
     InputError
         The path is an input, exists without ``force``, is a directory, has an
         unsupported extension, or its folder is missing or not writable.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> out = Path(tmp.name) / "out.json"
+    >>> check_output(out, suffixes=(".json",)).name
+    'out.json'
+    >>> _ = out.write_text("{}")
+    >>> check_output(out, force=True).name  # replacing it: only with force
+    'out.json'
+    >>> check_output(out, inputs=[out], force=True)  # never an input, even with force
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: ... is an input file; writing output there would destroy it: ...
+    >>> tmp.cleanup()
     """
     out = Path(path)
     name = f"{flag} {out}" if flag else str(out)

@@ -56,12 +56,15 @@ def dask_client(scheduler: str | None = None, timeout: float | None = None) -> I
     With a ``Client`` in this process (here an in-process cluster of one thread;
     on a real cluster, ``dask_client("tcp://HOST:8786")``):
 
+    >>> import tempfile
+    >>> import dask
     >>> from distributed import Client
-    >>> with Client(processes=False, n_workers=1, threads_per_worker=1,
-    ...             dashboard_address=None) as client:
-    ...     with dask_client() as current:
-    ...         same = current is client
-    ...     values = parallel_map(abs, [-1, 2], backend="dask", progress=False)
+    >>> with tempfile.TemporaryDirectory() as tmp, dask.config.set({"temporary-directory": tmp}):
+    ...     with Client(processes=False, n_workers=1, threads_per_worker=1,
+    ...                 dashboard_address=None) as client:  # scratch space inside tmp
+    ...         with dask_client() as current:
+    ...             same = current is client
+    ...         values = parallel_map(abs, [-1, 2], backend="dask", progress=False)
     >>> same, values
     (True, [1, 2])
     """

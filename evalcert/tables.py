@@ -201,6 +201,17 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
         Missing, empty, unreadable, binary or compressed file, invalid UTF-8,
         corrupt Parquet or JSON, duplicate column names, ragged rows, missing
         required columns.
+
+    Examples
+    --------
+    Every cell comes back as a string, ``NA`` included (the caller decides):
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = Path(tmp) / "scores.tsv"
+    ...     _ = path.write_text("agent\\tq1\\tq2\\nNA\\t0.5\\t\\n")
+    ...     read_table(path, required=["agent"]).to_dict("records")
+    [{'agent': 'NA', 'q1': '0.5', 'q2': ''}]
     """
     path = Path(path)
     head = _check_file(path)

@@ -41,6 +41,20 @@ def plot_coverage_sweep(sweep: CoverageSweepResult, path: str | Path | None = No
     """Mean holdout RMSE (bars: min-max over seeds) against mean coverage, one line per regime.
 
     The dense fit is drawn as a horizontal reference line.
+
+    Examples
+    --------
+    >>> from evalcert.data import ScoreMatrix
+    >>> from evalcert.diagnostics.experiments import coverage_sweep
+    >>> rng = np.random.default_rng(0)
+    >>> S = ScoreMatrix.from_array(np.clip(np.subtract.outer(rng.normal(0, 0.3, 20),
+    ...                                                      rng.normal(0, 0.3, 15)), -1, 1))
+    >>> sweep = coverage_sweep(S, [("nlogn", {"C": 1.0}), ("nlogn", {"C": 2.0})], seeds=2,
+    ...                        n_jobs=1, progress=False)
+    >>> fig = plot_coverage_sweep(sweep)  # path= saves it
+    >>> fig.axes[0].get_xlabel()
+    'training coverage'
+    >>> plt.close(fig)
     """
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     for regime in dict.fromkeys(p.regime for p in sweep.points):

@@ -36,6 +36,18 @@ def plot_curl_ecdf(results: Mapping[str, CurlResult], path: str | Path | None = 
         Domain name to its :func:`~evalcert.diagnostics.curl.curl_test` result.
     path : str or Path, optional
         Save the figure there (format from the suffix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.data import ScoreMatrix
+    >>> from evalcert.diagnostics.curl import curl_test
+    >>> S = ScoreMatrix.from_array(np.random.default_rng(0).uniform(-1, 1, (6, 9)))
+    >>> fig = plot_curl_ecdf({"a": curl_test(S, n_rectangles=200),
+    ...                       "b": curl_test(S, n_rectangles=100)})  # path= saves it
+    >>> [ax.get_title() for ax in fig.axes]
+    ['a (200 rectangles)', 'b (100 rectangles)']
+    >>> plt.close(fig)
     """
     fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.4), squeeze=False)
     for ax, (name, res) in zip(axes[0], results.items()):

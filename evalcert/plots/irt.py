@@ -53,6 +53,17 @@ def plot_item_curves(params: Any, abilities: np.ndarray | None = None, *, max_it
         At most this many items are drawn, spread evenly over the difficulties.
     path : str or Path, optional
         Save there (format from the suffix).
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from evalcert.solvers.irt.information import ItemParameters
+    >>> p = ItemParameters(np.ones(3), np.array([-1.0, 0.0, 1.0]), np.zeros(3), ("a", "b", "c"),
+    ...                    "rasch")
+    >>> fig = plot_item_curves(p, abilities=np.array([-0.5, 0.5]))
+    >>> [ax.get_title() for ax in fig.axes][:3]
+    ['item characteristic curves (3 of 3 items, rasch)', 'item information', 'test information']
+    >>> plt.close(fig)
     """
     from evalcert.solvers.irt.information import icc, item_information, test_information
 

@@ -308,6 +308,17 @@ class ClippedLinear:
     theta_, b_ : ndarray
         Abilities (K,) and difficulties (J,), ``sum(b_) == 0``.
     result_ : ClippedLinearResult
+
+    Examples
+    --------
+    >>> from evalcert.data import ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.array([[0.9, 0.5, np.nan], [0.1, -0.3, 0.0],
+    ...                                      [1.0, 1.0, 0.8]]))
+    >>> model = ClippedLinear(lam=1e-6).fit(S)
+    >>> model.result_.certificate.passed, int(model.theta_.argmax()), model.predict().shape
+    (True, 2, (3, 3))
+    >>> bool(abs(model.b_.sum()) < 1e-9)  # the gauge
+    True
     """
 
     def __init__(self, lam: float = 1e-6, box: str = "all", solver: str = "native",

@@ -117,6 +117,17 @@ def solve(qp: QP, solver: str, settings: SolveSettings = SolveSettings(),
     ``x0`` is passed as the primal initial guess (solvers that take none
     ignore it); ``y0`` and ``cache`` are accepted for the common backend
     signature and unused: qpsolvers sets every problem up afresh.
+
+    Examples
+    --------
+    >>> import importlib.util
+    >>> from evalcert.solvers.certificates import QP, qp_certificate
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
+    >>> installed = [s for s, mod in SOLVERS.items() if importlib.util.find_spec(mod)]
+    >>> all(qp_certificate(qp, sol.x, sol.y).passed
+    ...     for sol in (solve(qp, s) for s in installed[:1]))  # the first installed solver
+    True
     """
     import qpsolvers
 

@@ -62,14 +62,14 @@ class JEIRT(IRTEstimator):
 
     Examples
     --------
-    12 models on 25 items described by 8 features each (say, text embeddings):
+    8 models on 15 items described by 4 features each (say, text embeddings):
 
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(25, 8))
-    >>> Y = (rng.random((12, 25)) < 1 / (1 + np.exp(-X[:, 0]))).astype(float)
-    >>> est = JEIRT(X, dims=4, hidden=8).fit(Y)
+    >>> X = rng.normal(size=(15, 4))
+    >>> Y = (rng.random((8, 15)) < 1 / (1 + np.exp(-X[:, 0]))).astype(float)
+    >>> est = JEIRT(X, dims=2, hidden=4).fit(Y)
     >>> est.abilities_.shape, est.item_embeddings_.shape, est.difficulties_.shape
-    ((12, 4), (25, 4), (25,))
+    ((8, 2), (15, 2), (15,))
     """
 
     model_name = "je"

@@ -89,7 +89,7 @@ class Rasch(IRTEstimator):
     >>> rng = np.random.default_rng(0)
     >>> theta, b = rng.normal(size=60), np.linspace(-1, 1, 12)
     >>> Y = (rng.random((60, 12)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
-    >>> est = Rasch(method="cml").fit(Y)
+    >>> est = Rasch(method="mml").fit(Y)
     >>> est.result_.converged, est.abilities_.shape, est.difficulties_se_.shape
     (True, (60,), (12,))
     >>> bool(np.corrcoef(est.difficulties_, b)[0, 1] > 0.9)  # difficulties recovered
