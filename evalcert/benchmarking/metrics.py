@@ -124,7 +124,15 @@ class RunRecord(ResultMixin):
 
 
 def shifted_geometric_mean(values: Sequence[float], shift: float) -> float:
-    """``exp(mean(log(v + shift))) - shift``; ``shift >= 0``."""
+    """``exp(mean(log(v + shift))) - shift``; ``shift >= 0``.
+
+    Examples
+    --------
+    >>> round(shifted_geometric_mean([1.0, 4.0], 0.0), 6)  # the geometric mean
+    2.0
+    >>> round(shifted_geometric_mean([1.0, 10.0, 100.0], 1.0), 4)  # shifted: less sensitive
+    12.0491
+    """
     v = np.asarray(values, dtype=float)
     if v.size == 0:
         return NAN
@@ -308,6 +316,20 @@ def with_objective_errors(records: Sequence[RunRecord]) -> list[RunRecord]:
     smallest KKT error (over every backend and profile) and, for an ILP
     (a maximisation with exact values), the largest successful value. Problems
     with no successful run keep NaN.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> from evalcert.benchmarking import StandardQP, run_benchmark, select_backends
+    >>> from evalcert.solvers.certificates import QP
+    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
+    ...         l=np.array([-1.0]), u=np.array([1.0]))
+    >>> records = run_benchmark([StandardQP("demo", "demo-qp", qp, (1, 1))],
+    ...                         select_backends(["native", "osqp-direct"]), ["default"],
+    ...                         n_jobs=1, memory=False, progress=False).records
+    >>> blank = [dataclasses.replace(r, objective_error=math.nan) for r in records]
+    >>> [(r.backend, bool(r.objective_error < 1e-6)) for r in with_objective_errors(blank)]
+    [('native', True), ('osqp-direct', True)]
     """
     reference: dict[str, float] = {}
     for prob in dict.fromkeys(r.problem for r in records):

@@ -51,12 +51,30 @@ def _float(text: str, what: str, ok=lambda value: True) -> float:
 
 
 def positive_int(text: str) -> int:
-    """An integer >= 1 (counts of seeds, rectangles, workers)."""
+    """An integer >= 1 (counts of seeds, rectangles, workers).
+
+    Examples
+    --------
+    >>> positive_int("3")
+    3
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a positive integer, got '0'
+    """
     return _int(text, "a positive integer", lambda value: value >= 1)
 
 
 def nonnegative_int(text: str) -> int:
-    """An integer >= 0 (seeds, optional resample counts)."""
+    """An integer >= 0 (seeds, optional resample counts).
+
+    Examples
+    --------
+    >>> nonnegative_int("0")
+    0
+    >>> nonnegative_int("-1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be an integer >= 0, got '-1'
+    """
     return _int(text, "an integer >= 0", lambda value: value >= 0)
 
 
@@ -64,6 +82,8 @@ def int_range(low: int, high: int):
     """A ``type=`` function for integers in ``[low, high]``: the upper end bounds the work
     (seeds, rectangles, resamples) before any array of that size is allocated.
 
+    Examples
+    --------
     >>> int_range(1, 10)("10")
     10
     """
@@ -78,6 +98,8 @@ def float_range(low: float, high: float, *, low_open: bool = False):
     """A ``type=`` function for finite numbers in ``[low, high]`` (``(low, high]`` with
     ``low_open``): the upper end keeps derived sizes finite.
 
+    Examples
+    --------
     >>> float_range(0, 1e100)("1e-6"), float_range(0, 1e6, low_open=True)("1.6")
     (1e-06, 1.6)
     """
@@ -92,30 +114,84 @@ def float_range(low: float, high: float, *, low_open: bool = False):
 
 
 def finite_float(text: str) -> float:
-    """Any finite real number (no nan, no inf)."""
+    """Any finite real number (no nan, no inf).
+
+    Examples
+    --------
+    >>> finite_float("-1.5")
+    -1.5
+    >>> finite_float("nan")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a finite number, got 'nan'
+    """
     return _float(text, "a finite number")
 
 
 def positive_float(text: str) -> float:
-    """A finite number > 0."""
+    """A finite number > 0.
+
+    Examples
+    --------
+    >>> positive_float("0.5")
+    0.5
+    >>> positive_float("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a finite number > 0, got '0'
+    """
     return _float(text, "a finite number > 0", lambda value: value > 0)
 
 
 def nonnegative_float(text: str) -> float:
-    """A finite number >= 0 (ridge weights)."""
+    """A finite number >= 0 (ridge weights).
+
+    Examples
+    --------
+    >>> nonnegative_float("0")
+    0.0
+    >>> nonnegative_float("-0.1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a finite number >= 0, got '-0.1'
+    """
     return _float(text, "a finite number >= 0", lambda value: value >= 0)
 
 
 def probability(text: str) -> float:
-    """A number in [0, 1]."""
+    """A number in [0, 1].
+
+    Examples
+    --------
+    >>> probability("1")
+    1.0
+    >>> probability("1.5")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a number in [0, 1], got '1.5'
+    """
     return _float(text, "a number in [0, 1]", lambda value: 0 <= value <= 1)
 
 
 def open_probability(text: str) -> float:
-    """A number in (0, 1) (a held-out fraction: some cells held out, some kept)."""
+    """A number in (0, 1) (a held-out fraction: some cells held out, some kept).
+
+    Examples
+    --------
+    >>> open_probability("0.2")
+    0.2
+    >>> open_probability("1")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a number in (0, 1), got '1'
+    """
     return _float(text, "a number in (0, 1)", lambda value: 0 < value < 1)
 
 
 def fraction(text: str) -> float:
-    """A number in (0, 1] (a fraction of rows or columns to keep)."""
+    """A number in (0, 1] (a fraction of rows or columns to keep).
+
+    Examples
+    --------
+    >>> fraction("1")
+    1.0
+    >>> fraction("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: must be a number in (0, 1], got '0'
+    """
     return _float(text, "a number in (0, 1]", lambda value: 0 < value <= 1)

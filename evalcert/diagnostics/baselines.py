@@ -67,6 +67,15 @@ def additive_least_squares(z: np.ndarray, w: np.ndarray,
     Solves the ``(K + J)`` normal equations ``(D'WD + lam I) x = D'W z``;
     cells with weight 0 (or NaN ``z``) do not count. The gauge shift leaves
     every ``theta_i - b_j`` unchanged.
+
+    Examples
+    --------
+    >>> z = np.subtract.outer([0.5, 0.1, -0.2], [0.0, 0.2, -0.3])
+    >>> w = np.ones(z.shape)
+    >>> w[0, 1] = 0.0  # one cell left out
+    >>> theta, b = additive_least_squares(z, w)
+    >>> bool(np.allclose(theta[:, None] - b[None, :], z, atol=1e-5)), bool(abs(b.sum()) < 1e-9)
+    (True, True)
     """
     K, J = z.shape
     w = np.where(np.isnan(z), 0.0, w)
@@ -87,6 +96,13 @@ class RaschLeastSquares:
     link : {"probit", "logit", "identity"}
     lam : float
         Ridge weight of Eq. 7.
+
+    Examples
+    --------
+    >>> S = ScoreMatrix.from_array(np.add.outer([0.5, 0.1, -0.2], [0.0, 0.2, -0.3]))
+    >>> model = RaschLeastSquares("identity").fit(S)
+    >>> model.theta_.shape, model.b_.shape, model.predict().shape
+    ((3,), (3,), (3, 3))
     """
 
     def __init__(self, link: str = "logit", lam: float = 1e-6):

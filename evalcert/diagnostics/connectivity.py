@@ -33,7 +33,18 @@ __all__ = ["check_mask", "components", "dcore_mask", "dcore_cells", "DCoreResult
 
 
 def check_mask(mask: np.ndarray, name: str, shape: tuple[int, int] | None = None) -> np.ndarray:
-    """Return ``mask`` if it is a 2-D boolean array (of ``shape``), else raise InputError."""
+    """Return ``mask`` if it is a 2-D boolean array (of ``shape``), else raise InputError.
+
+    Examples
+    --------
+    >>> mask = np.eye(3, dtype=bool)
+    >>> check_mask(mask, "--mask", (3, 3)) is mask
+    True
+    >>> check_mask(mask.astype(int), "--mask")
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: --mask must be a boolean 2-D array; got int64 (3, 3)
+    """
     mask = np.asarray(mask)
     if mask.dtype != bool or mask.ndim != 2 or (shape is not None and mask.shape != shape):
         want = f"shape {shape}" if shape is not None else "2-D"
@@ -46,6 +57,13 @@ def components(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Label 0 is the largest component (by rows + columns); a row or column with
     no cell is its own component. On cells: :func:`evalcert.data.bipartite_components`.
+
+    Examples
+    --------
+    >>> mask = np.array([[1, 0, 0], [0, 1, 0], [0, 1, 0]], dtype=bool)
+    >>> rows, cols = components(mask)  # rows 1-2 share column 1: the largest part
+    >>> rows.tolist(), cols.tolist()
+    ([1, 0, 0], [1, 0, 2])
     """
     r, c = np.nonzero(mask)
     return bipartite_components(r, c, mask.shape)
@@ -341,6 +359,12 @@ def enforce_dcore(mask: np.ndarray, d: int = 3, method: Literal["top_up", "prune
     -----
     Runs on the cells of ``mask | pool`` (:func:`enforce_dcore_cells`); only
     the input and output masks are K x J.
+
+    Examples
+    --------
+    >>> out = enforce_dcore(np.eye(4, dtype=bool), d=2, pool=np.ones((4, 4), bool), seed=0)
+    >>> out.satisfied, out.n_added, bool(out.mask.sum(0).min() >= 2)
+    (True, 5, True)
     """
     mask = check_mask(mask, "mask")
     if pool is not None:

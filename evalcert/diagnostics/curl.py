@@ -64,6 +64,8 @@ def link_transform(values: np.ndarray, link: str) -> np.ndarray:
     ``Phi^{-1}(p)`` and ``log(p / (1 - p))`` of ``p = (1 + clip(s, -0.99, 0.99)) / 2``.
     NaN stays NaN.
 
+    Examples
+    --------
     >>> link_transform(np.array([0.0]), "logit")
     array([0.])
     """
@@ -221,7 +223,14 @@ def _draw_rectangles(cells: _Cells, n: int, seed: int | np.random.Generator) -> 
 
 
 def rectangle_deviation(values: np.ndarray, rectangles: np.ndarray) -> np.ndarray:
-    """Signed rectangle deviations ``s_ij - s_i'j - s_ij' + s_i'j'`` (Eq. 8)."""
+    """Signed rectangle deviations ``s_ij - s_i'j - s_ij' + s_i'j'`` (Eq. 8).
+
+    Examples
+    --------
+    >>> values = np.array([[0.5, 0.2], [0.1, 0.0]])
+    >>> np.round(rectangle_deviation(values, np.array([[0, 1, 0, 1]])), 6)  # rows i, i', cols j, j'
+    array([0.2])
+    """
     i, ip, j, jp = np.asarray(rectangles).T
     return values[i, j] - values[ip, j] - values[i, jp] + values[ip, jp]
 
@@ -233,6 +242,8 @@ def score_grid(values: np.ndarray, max_denominator: int = 1000, tol: float = 1e-
     partners, hence multiples of ``1 / (4 (K - 1))`` (1/116 for PubMed); on such a
     grid rectangle deviations and their median are exact fractions.
 
+    Examples
+    --------
     >>> score_grid(np.array([[0.25, 0.5], [0.75, np.nan]]))
     4
     """
@@ -254,7 +265,14 @@ def _median_fraction(abs_dev_units: np.ndarray, q: int) -> Fraction:
 
 @dataclasses.dataclass(frozen=True)
 class LinkDifference(ResultMixin):
-    """Median curl of link ``a`` minus that of link ``b``, with a bootstrap CI (Table 2)."""
+    """Median curl of link ``a`` minus that of link ``b``, with a bootstrap CI (Table 2).
+
+    Examples
+    --------
+    >>> diff = LinkDifference("logit", "identity", 0.08, 0.05, 0.11)
+    >>> diff.excludes_zero, diff.summary()
+    (True, 'logit - identity: +0.080 [+0.050, +0.110]')
+    """
 
     a: str
     b: str
@@ -424,6 +442,13 @@ def curl_test(S: ScoreMatrix, links: Sequence[str] = LINKS, n_rectangles: int = 
     Returns
     -------
     CurlResult
+
+    Examples
+    --------
+    >>> S = ScoreMatrix.from_array(np.add.outer([0.5, 0.1, -0.2], [0.0, 0.2, -0.3]))
+    >>> res = curl_test(S, n_rectangles=100, seed=0)
+    >>> res.links, res.n_rectangles, bool(res.median["identity"] < 1e-12)  # additive: no curl
+    (('identity', 'probit', 'logit'), 100, True)
     """
     links = tuple(links)
     for link in links:

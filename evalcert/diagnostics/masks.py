@@ -78,6 +78,14 @@ def entrywise_mask(shape: tuple[int, int], frac: float = 0.2, seed: Seed = None,
     """Hold out a random ``frac`` of the observed cells (Sec. 3.7.1, entry-wise random).
 
     Each observed cell is held out independently with probability ``frac``.
+
+    Examples
+    --------
+    >>> observed = np.ones((4, 5), dtype=bool)
+    >>> observed[0] = False  # only observed cells can be held out
+    >>> mask = entrywise_mask((4, 5), 0.5, seed=0, observed=observed)
+    >>> mask.shape, bool(mask[0].any()), bool((mask <= observed).all())
+    ((4, 5), False, True)
     """
     observed = _check(shape, observed, frac=frac)
     rng = np.random.default_rng(seed)
@@ -92,6 +100,12 @@ def row_holdout_mask(shape: tuple[int, int], frac: float = 0.2, exposure: float 
     stays visible (used in stage 2 of the two-stage procedure, Sec. 3.7.3.1 to
     place the new model on the frozen item scale); the rest is held out. At
     least one cell of every chosen row is held out.
+
+    Examples
+    --------
+    >>> mask = row_holdout_mask((10, 8), frac=0.2, exposure=0.25, seed=0)
+    >>> int(held_out_rows(mask).sum()), mask[held_out_rows(mask)].sum(1).tolist()
+    (2, [5, 4])
     """
     observed = _check(shape, observed, frac=frac, exposure=exposure)
     rng = np.random.default_rng(seed)
@@ -108,6 +122,12 @@ def column_holdout_mask(shape: tuple[int, int], frac: float = 0.2, exposure: flo
 
     The transpose of :func:`row_holdout_mask`: of each held-out item an
     ``exposure`` share of its observed cells stays visible (Sec. 3.7.3.2).
+
+    Examples
+    --------
+    >>> mask = column_holdout_mask((10, 8), frac=0.25, seed=0)
+    >>> int(held_out_columns(mask).sum()), int(held_out_rows(mask).sum())  # 2 test items
+    (2, 10)
     """
     _check(shape, None)
     obs_t = None if observed is None else np.asarray(observed).T
@@ -124,6 +144,12 @@ def l_mask(shape: tuple[int, int], row_frac: float = 0.2, col_frac: float = 0.2,
     generalisation). The chapter's listing trains on ``R_tr x C_tr`` only,
     which leaves test models and items without any data; the L-shaped training
     set is what makes the block predictable.
+
+    Examples
+    --------
+    >>> mask = l_mask((10, 8), row_frac=0.2, col_frac=0.25, seed=0)
+    >>> int(mask.sum()), int(held_out_rows(mask).sum()), int(held_out_columns(mask).sum())
+    (4, 2, 2)
     """
     observed = _check(shape, observed, row_frac=row_frac, col_frac=col_frac)
     rng = np.random.default_rng(seed)
@@ -133,12 +159,24 @@ def l_mask(shape: tuple[int, int], row_frac: float = 0.2, col_frac: float = 0.2,
 
 
 def held_out_rows(mask: np.ndarray) -> np.ndarray:
-    """Boolean vector of the rows with at least one held-out cell."""
+    """Boolean vector of the rows with at least one held-out cell.
+
+    Examples
+    --------
+    >>> held_out_rows(np.array([[False, True, False], [False, False, False]])).tolist()
+    [True, False]
+    """
     return np.asarray(mask, dtype=bool).any(axis=1)
 
 
 def held_out_columns(mask: np.ndarray) -> np.ndarray:
-    """Boolean vector of the columns with at least one held-out cell."""
+    """Boolean vector of the columns with at least one held-out cell.
+
+    Examples
+    --------
+    >>> held_out_columns(np.array([[False, True, False], [False, True, True]])).tolist()
+    [False, True, True]
+    """
     return np.asarray(mask, dtype=bool).any(axis=0)
 
 

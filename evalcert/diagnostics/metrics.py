@@ -71,6 +71,14 @@ def ranking_auc(scores: np.ndarray, good: np.ndarray) -> float:
     ------
     InputError
         If the partition has only one class.
+
+    Examples
+    --------
+    >>> good = np.array([True, False, True, False])
+    >>> ranking_auc(np.array([0.9, 0.2, 0.5, 0.1]), good)  # every good agent ranked higher
+    1.0
+    >>> ranking_auc(np.array([0.5, 0.5, 0.5, 0.1]), good)  # a tie counts one half
+    0.75
     """
     scores = np.asarray(scores, dtype=float)
     good = np.asarray(good, dtype=bool)

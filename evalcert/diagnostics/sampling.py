@@ -70,6 +70,13 @@ def holdout_mask(observed: np.ndarray, fraction: float = 0.2, seed: int = 0,
         Keep it fixed across experiments: the paper's holdout never changes.
     scheme : {"entrywise", "row", "column", "L"}
         Masking scheme of paper 002, Sec. 3.7.1 (:mod:`evalcert.diagnostics.masks`).
+
+    Examples
+    --------
+    >>> observed = np.ones((30, 200), bool)
+    >>> hold = holdout_mask(observed, 0.2, seed=0)
+    >>> hold.shape, bool(0.15 < hold.mean() < 0.25)
+    ((30, 200), True)
     """
     observed = check_mask(observed, "observed")
     if scheme not in HOLDOUT_SCHEMES:
@@ -115,7 +122,13 @@ def holdout_on_cells(S: ScoreMatrix, fraction: float = 0.2, seed: int = 0,
 
 
 def nlogn_budget(K: int, J: int, C: float) -> int:
-    """``round(C (K + J) ln(K + J))`` cells (App. D.2; 2001 for 30 x 200 at C = 1.6)."""
+    """``round(C (K + J) ln(K + J))`` cells (App. D.2; 2001 for 30 x 200 at C = 1.6).
+
+    Examples
+    --------
+    >>> nlogn_budget(30, 200, 1.6), nlogn_budget(30, 200, 1.0)
+    (2001, 1251)
+    """
     return int(round(C * (K + J) * math.log(K + J)))
 
 
@@ -217,6 +230,14 @@ def sample_training(observed: np.ndarray, holdout: np.ndarray, regime: Regime, *
     -----
     The K x J form of :func:`sample_training_cells`, which it calls on the
     cells of ``observed``.
+
+    Examples
+    --------
+    >>> observed = np.ones((30, 200), bool)
+    >>> hold = holdout_mask(observed, 0.2, seed=0)
+    >>> design = sample_training(observed, hold, "nlogn", C=1.6, seed=1)
+    >>> design.regime, round(design.coverage, 2), bool((design.mask & hold).any())
+    ('nlogn', 0.33, False)
     """
     observed = check_mask(observed, "observed")
     holdout = check_mask(holdout, "holdout", observed.shape)

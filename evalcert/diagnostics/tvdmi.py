@@ -163,6 +163,15 @@ def pairwise_from_outcomes(table: pd.DataFrame) -> tuple[np.ndarray, tuple, tupl
     ``Q`` cross-item pair) and ``outcome`` (critic verdict, NaN = failed call).
     Returns ``(pairwise, agents, items, n_calls, n_failed_calls)``; agents and
     items keep their order of first appearance.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"item": ["q"] * 4, "agent": ["a", "a", "b", "b"],
+    ...                       "partner": ["b", "b", "a", "a"], "draw": ["P", "Q"] * 2,
+    ...                       "outcome": [1.0, 0.0, 0.25, 0.0]})
+    >>> pairwise, agents, items, n_calls, n_failed = pairwise_from_outcomes(table)
+    >>> pairwise.shape, pairwise[0, 0, 1], pairwise[0, 1, 0], agents, items, n_calls
+    ((1, 2, 2), np.float64(1.0), np.float64(0.25), ('a', 'b'), ('q',), 4)
     """
     need = {"item", "agent", "partner", "draw", "outcome"}
     if need - set(table.columns):
@@ -187,7 +196,17 @@ def pairwise_from_outcomes(table: pd.DataFrame) -> tuple[np.ndarray, tuple, tupl
 
 def tvdmi_scores(table: pd.DataFrame, holdout: np.ndarray | None = None,
                  exclude_partners: bool = True) -> TVDMIScores:
-    """Eq. 11 scores from a long table of critic outcomes (see :func:`pairwise_from_outcomes`)."""
+    """Eq. 11 scores from a long table of critic outcomes (see :func:`pairwise_from_outcomes`).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"item": ["q"] * 4, "agent": ["a", "a", "b", "b"],
+    ...                       "partner": ["b", "b", "a", "a"], "draw": ["P", "Q"] * 2,
+    ...                       "outcome": [1.0, 0.0, 0.25, 0.0]})
+    >>> res = tvdmi_scores(table)
+    >>> res.scores.tolist(), res.agents, res.items, res.n_calls
+    ([[1.0], [0.25]], ('a', 'b'), ('q',), 4)
+    """
     D, agents, items, n_calls, n_failed = pairwise_from_outcomes(table)
     return scores_from_pairwise(D, agents, items, holdout, exclude_partners, n_calls, n_failed)
 
@@ -206,6 +225,13 @@ class TVDMIExamples(ResultMixin):
         ``tvd_mi_matrix`` per item (failed calls stored as 0); not in ``to_dict``.
     n_calls, n_failed_calls : int
         From ``metadata``: ``K (K - 1)`` P and Q calls per item, minus those made.
+
+    Examples
+    --------
+    >>> pairwise = np.array([[[0.0, 0.5], [0.3, 0.0]], [[0.0, 0.1], [0.2, 0.0]]])  # 2 items
+    >>> examples = TVDMIExamples(("a", "b"), ("item_0", "item_1"), pairwise, n_calls=8)
+    >>> examples.scores().scores.tolist()  # agent x item: M[i][k] over partners k != i
+    [[0.5, 0.1], [0.3, 0.2]]
     """
 
     agents: tuple[str, ...]
@@ -233,8 +259,19 @@ class TVDMIExamples(ResultMixin):
 def read_tvdmi_examples(folder: str | Path) -> TVDMIExamples:
     """Read ``tvd_mi_example_<j>.json`` files of one domain (README of the shared data).
 
-    >>> ex = read_tvdmi_examples(folder)                 # doctest: +SKIP
-    >>> ex.scores().matrix().to_frame()                  # doctest: +SKIP
+    Examples
+    --------
+    Two items of a three-agent domain, written to a temporary folder:
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     for j in (0, 1):
+    ...         _ = (Path(tmp) / f"tvd_mi_example_{j}.json").write_text(json.dumps(
+    ...             {"condition_keys": ["a", "b", "c"], "example_idx": j,
+    ...              "tvd_mi_matrix": (np.ones((3, 3)) - np.eye(3)).tolist()}))
+    ...     ex = read_tvdmi_examples(tmp)
+    >>> ex.agents, ex.items, ex.pairwise.shape, ex.n_calls, ex.n_failed_calls
+    (('a', 'b', 'c'), ('item_0', 'item_1'), (2, 3, 3), 24, 0)
     """
     files = sorted(Path(folder).glob("tvd_mi_example_*.json"),
                    key=lambda p: int(p.stem.rsplit("_", 1)[1]))

@@ -60,6 +60,17 @@ def select_anchors(estimator: Any, Y: Any, n_anchors: int, selection: str = "inf
 
     ``Y`` is the calibration matrix the estimator was fitted on (used by
     ``cluster``); only items with finite parameters are eligible.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=60), np.linspace(-1, 1, 12)
+    >>> Y = (rng.random((60, 12)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> anchors, weights = select_anchors(est, Y, 4)  # the most informative items
+    >>> len(anchors), weights.tolist()
+    (4, [0.25, 0.25, 0.25, 0.25])
     """
     if selection not in SELECTIONS:
         raise InputError(f"selection must be one of {SELECTIONS}, got {selection!r}")
@@ -112,6 +123,19 @@ def estimate_accuracy(params: ItemParameters, prior: tuple[float, float], Y: np.
 
     Accuracy is over each model's ``observed`` items; items without finite
     parameters are predicted by ``fallback`` (their calibration accuracy).
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=60), np.linspace(-1, 1, 12)
+    >>> Y = (rng.random((60, 12)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> anchors, weights = select_anchors(est, Y, 4)
+    >>> out = estimate_accuracy(item_parameters(est), ability_prior(est), Y,
+    ...                         np.ones(Y.shape, dtype=bool), anchors, weights)
+    >>> sorted(out), out["irt"].shape
+    (['abilities', 'anchor_mean', 'irt', 'se'], (60,))
     """
     seen = np.zeros_like(observed)
     seen[:, anchors] = observed[:, anchors]
@@ -130,7 +154,20 @@ def estimate_accuracy(params: ItemParameters, prior: tuple[float, float], Y: np.
 
 @dataclasses.dataclass(frozen=True)
 class AnchorResult(ResultMixin):
-    """Held-out error of full-benchmark accuracy estimated from anchor items."""
+    """Held-out error of full-benchmark accuracy estimated from anchor items.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=120), rng.normal(size=200)
+    >>> Y = (rng.random((120, 200)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> res = evaluate_anchors(Rasch(method="mml"), Y, n_anchors=20, seed=0)
+    >>> res.n_anchors, res.n_items, res.selection, res.scoring, len(res.test_models)
+    (20, 200, 'information', 'eap', 24)
+    >>> sorted(res.mae), bool(res.mae["irt"] < 0.1)
+    (['anchor_mean', 'irt'], True)
+    """
 
     model: str
     method: str
@@ -176,6 +213,16 @@ def evaluate_anchors(estimator: Any, Y: Any, n_anchors: int = 30,
     test_frac : share of models held out (at least one, at least two kept)
     scoring : ``eap``, ``map`` or ``wle`` (see :mod:`~.scoring`)
     seed : split, k-means and random anchors
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=60), np.linspace(-1, 1, 12)
+    >>> Y = (rng.random((60, 12)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    >>> res = evaluate_anchors(Rasch(method="mml"), Y, n_anchors=4, selection="random")
+    >>> res.n_anchors, res.selection, len(res.test_models), res.true_accuracy.shape
+    (4, 'random', 12, (12,))
     """
     if getattr(estimator, "model_name", "") not in ("rasch", "2pl", "3pl"):
         raise InputError(f"anchors need a rasch, 2pl or 3pl estimator (item curves to predict "

@@ -42,6 +42,13 @@ class ItemParameters:
 
     Items an estimator excluded (all-0/all-1) have NaN parameters; ``usable``
     marks the others.
+
+    Examples
+    --------
+    >>> p = ItemParameters(a=np.ones(2), b=np.array([0.0, 1.0]), c=np.zeros(2),
+    ...                    item_names=("q1", "q2"), model="rasch")
+    >>> p.usable.tolist(), p.take([1]).item_names, p.take([1]).b.tolist()
+    ([True, True], ('q2',), [1.0])
     """
 
     a: np.ndarray
@@ -99,6 +106,16 @@ def ability_prior(estimator: Any) -> tuple[float, float]:
     Marginal fits (``mml``) estimate it (``population_sd_``) or fix it at
     ``N(0, 1)`` (2PL, 3PL); for joint, conditional and Bayesian fits the mean
     and sd of the fitted finite abilities are used.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch, TwoPL
+    >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+    >>> ability_prior(TwoPL(method="mml").fit(Y))  # fixed at N(0, 1)
+    (0.0, 1.0)
+    >>> mean, sd = ability_prior(Rasch(method="map").fit(Y))  # from the fitted abilities
+    >>> bool(sd > 0)
+    True
     """
     if getattr(estimator, "method", "") == "mml":
         return 0.0, float(getattr(estimator, "population_sd_", 1.0))
@@ -129,7 +146,16 @@ def icc(theta: np.ndarray, params: ItemParameters) -> np.ndarray:
 
 def icc_derivatives(theta: np.ndarray, params: ItemParameters
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``P``, ``dP/dtheta`` and ``d^2P/dtheta^2`` (rows = abilities, columns = items)."""
+    """``P``, ``dP/dtheta`` and ``d^2P/dtheta^2`` (rows = abilities, columns = items).
+
+    Examples
+    --------
+    >>> p = ItemParameters(a=np.ones(2), b=np.array([0.0, 1.0]), c=np.zeros(2),
+    ...                    item_names=("q1", "q2"), model="rasch")
+    >>> P, dP, d2P = icc_derivatives(np.array([0.0, 1.0]), p)
+    >>> P.round(4).tolist(), dP.round(4).tolist()  # P = 1/2, P' = 1/4 where theta = b
+    ([[0.5, 0.2689], [0.7311, 0.5]], [[0.25, 0.1966], [0.1966, 0.25]])
+    """
     theta = np.asarray(theta, dtype=float)
     a, c = params.a[None, :], params.c[None, :]
     s = expit(a * (theta[:, None] - params.b[None, :]))
@@ -138,7 +164,15 @@ def icc_derivatives(theta: np.ndarray, params: ItemParameters
 
 
 def item_information(theta: np.ndarray, params: ItemParameters) -> np.ndarray:
-    """Item information ``I_j(theta) = P_j'^2 / (P_j (1 - P_j))`` (rows = abilities)."""
+    """Item information ``I_j(theta) = P_j'^2 / (P_j (1 - P_j))`` (rows = abilities).
+
+    Examples
+    --------
+    >>> p = ItemParameters(a=np.ones(2), b=np.array([0.0, 1.0]), c=np.zeros(2),
+    ...                    item_names=("q1", "q2"), model="rasch")
+    >>> item_information(np.array([0.0, 1.0]), p).round(4).tolist()  # Rasch: P (1 - P)
+    [[0.25, 0.1966], [0.1966, 0.25]]
+    """
     P, d1, _ = icc_derivatives(theta, params)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(d1 == 0, 0.0, d1 ** 2 / (P * (1 - P)))

@@ -48,6 +48,15 @@ def fit_statistics(Y: np.ndarray, P: np.ndarray, observed: np.ndarray,
     """Outfit/infit mean squares and t-values along ``axis`` (0: per item, 1: per model).
 
     ``observed`` marks the cells to use; cells with ``P`` at 0 or 1 are skipped.
+
+    Examples
+    --------
+    Responses that match ``P`` exactly in expectation: mean squares of 1.
+
+    >>> Y = np.array([[1, 0], [0, 1], [1, 0], [0, 1.0]])
+    >>> out = fit_statistics(Y, np.full(Y.shape, 0.5), np.ones(Y.shape, dtype=bool), axis=0)
+    >>> out["outfit"].tolist(), out["infit"].tolist(), out["n"].tolist()
+    ([1.0, 1.0], [1.0, 1.0], [4, 4])
     """
     O = observed & (P > 0) & (P < 1)
     P = np.where(O, P, 0.5)
@@ -69,7 +78,18 @@ def fit_statistics(Y: np.ndarray, P: np.ndarray, observed: np.ndarray,
 
 @dataclasses.dataclass(frozen=True)
 class FitResult(ResultMixin):
-    """Infit/outfit per item and per model; ``items``/``models`` map column -> array."""
+    """Infit/outfit per item and per model; ``items``/``models`` map column -> array.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+    >>> res = item_fit(Rasch(method="mml").fit(Y), Y)
+    >>> sorted(res.items), res.items["infit"].shape, res.models["outfit"].shape
+    (['infit', 'infit_t', 'n', 'outfit', 'outfit_t'], (12,), (60,))
+    >>> all(name in res.item_names for name in res.flagged("items"))  # |t| > 2
+    True
+    """
 
     model: str
     method: str
@@ -107,6 +127,14 @@ def item_fit(estimator: Any, Y: Any, *, threshold: float = 2.0) -> FitResult:
 
     ``Y`` must be the matrix the estimator was fitted on (same shape and
     names); expected values come from ``estimator.predict_proba()``.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+    >>> res = item_fit(Rasch(method="mml").fit(Y), Y, threshold=3.0)
+    >>> res.threshold, len(res.item_names), len(res.model_names)
+    (3.0, 12, 60)
     """
     if not hasattr(estimator, "result_"):
         raise InputError(f"this {type(estimator).__name__} is not fitted yet; call fit(Y) first")

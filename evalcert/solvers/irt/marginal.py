@@ -34,7 +34,16 @@ __all__ = ["grid", "MarginalData", "maximise"]
 
 
 def grid(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
-    """Nodes on ``[-6, 6]`` and log weights of ``N(0, 1)`` (normalised to sum to 1)."""
+    """Nodes on ``[-6, 6]`` and log weights of ``N(0, 1)`` (normalised to sum to 1).
+
+    Examples
+    --------
+    >>> z, log_w = grid(21)
+    >>> z[[0, 10, 20]].tolist(), round(float(np.exp(log_w).sum()), 12)
+    ([-6.0, 0.0, 6.0], 1.0)
+    >>> round(float(np.exp(log_w) @ z ** 2), 3)  # the N(0, 1) variance
+    1.0
+    """
     if not (isinstance(n_quad, (int, np.integer)) and n_quad >= 21):
         raise InputError(f"n_quad must be an integer >= 21, got {n_quad!r}")
     z = np.linspace(-6.0, 6.0, int(n_quad))
@@ -43,7 +52,14 @@ def grid(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 class MarginalData:
-    """Category indicators of a response matrix (codes ``0..K-1``, ``-1`` = missing)."""
+    """Category indicators of a response matrix (codes ``0..K-1``, ``-1`` = missing).
+
+    Examples
+    --------
+    >>> data = MarginalData(np.array([[0, 1], [1, -1], [2, 0]]), n_cats=3, n_quad=21)
+    >>> len(data.ind), data.ind[0].tolist(), data.z.shape  # one indicator per category
+    (3, [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0]], (21,))
+    """
 
     def __init__(self, codes: np.ndarray, n_cats: int, n_quad: int):
         from evalcert.memory import estimate_bytes, require_memory
@@ -91,6 +107,14 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
     ------
     ConvergenceError
         The iteration budget ran out, or the final gradient exceeds ``1e3 tol``.
+
+    Examples
+    --------
+    >>> def fun(x):  # sum (x - 3)^2: minimum at 3, Hessian 2 I
+    ...     return float(np.sum((x - 3.0) ** 2)), 2.0 * (x - 3.0)
+    >>> out = maximise(fun, np.zeros(2), tol=1e-8, max_iter=100, what="quadratic")
+    >>> out["x"].round(6).tolist(), out["cov"].round(6).tolist()
+    ([3.0, 3.0], [[0.5, 0.0], [0.0, 0.5]])
     """
     from scipy.optimize import minimize
 

@@ -60,6 +60,20 @@ class GradedResponse(IRTEstimator):
     abilities_, abilities_se_, discriminations_, difficulties_ (mean threshold),
     thresholds_ (items x K-1) and their ``*_se_``, categories_ (the response
     values, in order), loglik_ (marginal), n_parameters_, result_.
+
+    Examples
+    --------
+    Ratings 1-4 of 300 models on 6 items:
+
+    >>> rng = np.random.default_rng(0)
+    >>> theta = rng.normal(size=300)
+    >>> cuts = np.array([-1.0, 0.0, 1.0])
+    >>> Y = 1 + (theta[:, None, None] + rng.logistic(size=(300, 6, 1)) > cuts).sum(2)
+    >>> est = GradedResponse().fit(Y)
+    >>> est.result_.converged, est.categories_, est.thresholds_.shape
+    (True, (1, 2, 3, 4), (6, 3))
+    >>> bool(np.all(np.diff(est.thresholds_, axis=1) > 0))  # ordered thresholds
+    True
     """
 
     model_name = "graded"

@@ -56,7 +56,17 @@ _CELLS = 1 << 22        # grid points x items evaluated per block
 
 @dataclasses.dataclass(frozen=True)
 class ScoreResult(ResultMixin):
-    """Abilities of new models on a frozen item scale, with standard errors."""
+    """Abilities of new models on a frozen item scale, with standard errors.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> res = score_models(est, Y[:3])
+    >>> res.method, res.model_names, res.item_model, res.n_items_used.tolist()
+    ('wle', ('model0', 'model1', 'model2'), 'rasch', [12, 12, 12])
+    """
 
     method: str
     model_names: tuple[str, ...]
@@ -170,6 +180,17 @@ def score_abilities(params: ItemParameters, Y: np.ndarray, observed: np.ndarray,
 
     The array-level routine behind :func:`score_models`; items whose
     parameters are not finite must already be unobserved.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> theta, se = score_abilities(item_parameters(est), Y[:3], np.ones((3, 12), dtype=bool))
+    >>> theta.shape, bool(np.all(se > 0))
+    ((3,), True)
+    >>> bool(np.all(np.argsort(theta) == np.argsort(Y[:3].sum(1))))  # Rasch: by raw score
+    True
     """
     if method not in SCORING_METHODS:
         raise InputError(f"method must be one of {SCORING_METHODS}, got {method!r}")
@@ -225,6 +246,15 @@ def score_models(estimator: Any, Y_new: Any, method: str = "wle", *,
     Returns
     -------
     ScoreResult
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> res = score_models(est, Y[:3], method="eap")  # new models on the frozen items
+    >>> res.method, res.abilities.shape, bool(np.all(res.standard_errors > 0))
+    ('eap', (3,), True)
     """
     return score_responses(item_parameters(estimator), Y_new, method,
                            prior=ability_prior(estimator) if prior is None else prior,
@@ -233,7 +263,17 @@ def score_models(estimator: Any, Y_new: Any, method: str = "wle", *,
 
 def score_responses(params: ItemParameters, Y_new: Any, method: str = "wle", *,
                     prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 41) -> ScoreResult:
-    """:func:`score_models` from item parameters (e.g. :func:`~.export.read_item_table`)."""
+    """:func:`score_models` from item parameters (e.g. :func:`~.export.read_item_table`).
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> res = score_responses(item_parameters(est), Y[:3], prior=ability_prior(est))
+    >>> res.method, res.abilities.shape
+    ('wle', (3,))
+    """
     notes = []
     if hasattr(Y_new, "columns"):
         known = set(params.item_names)

@@ -68,6 +68,20 @@ class ThreePL(IRTEstimator):
     ----------
     abilities_ (EAP), abilities_se_ (posterior sd), discriminations_, difficulties_,
     guessing_ and their ``*_se_``, loglik_ (marginal), n_parameters_, result_.
+
+    Examples
+    --------
+    Four-option multiple choice (guessing fixed at 1/4):
+
+    >>> rng = np.random.default_rng(0)
+    >>> theta, b = rng.normal(size=400), rng.normal(size=10)
+    >>> p = 0.25 + 0.75 / (1 + np.exp(b - theta[:, None]))
+    >>> Y = (rng.random(p.shape) < p).astype(float)
+    >>> est = ThreePL(guessing=0.25).fit(Y)
+    >>> est.result_.converged, est.discriminations_.shape
+    (True, (10,))
+    >>> bool(np.corrcoef(est.difficulties_, b)[0, 1] > 0.9)
+    True
     """
 
     model_name = "3pl"
