@@ -683,9 +683,9 @@ def _scan_parquet(path: Path, names: dict[str, str], bounds: tuple[float, float]
     import pyarrow.dataset as ds
     from tqdm.auto import tqdm
 
-    from evalcert.tables import _check_file
+    from evalcert.tables import check_file
     if not path.is_dir():
-        _check_file(path)
+        check_file(path)
     try:
         data = ds.dataset(path, format="parquet")
         found = data.schema.names

@@ -33,7 +33,7 @@ import pandas as pd
 
 from evalcert.errors import InputError
 
-__all__ = ["read_table", "table_format", "looks_numeric", "TABLE_SUFFIXES"]
+__all__ = ["read_table", "table_format", "looks_numeric", "check_file", "TABLE_SUFFIXES"]
 
 #: file endings read by :func:`read_table`, by format
 TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet",
@@ -73,7 +73,16 @@ def looks_numeric(text: str) -> bool:
     return True
 
 
-def _check_file(path: Path) -> bytes:
+def check_file(path: Path) -> bytes:
+    """Refuse a missing, directory, unreadable or empty path; return its first 8 bytes.
+
+    Examples
+    --------
+    >>> check_file(Path("no/such/file.csv"))
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: no/such/file.csv: no such file; check the path
+    """
     if not path.exists():
         raise InputError(f"{path}: no such file; check the path")
     if path.is_dir():
@@ -214,7 +223,7 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
     [{'agent': 'NA', 'q1': '0.5', 'q2': ''}]
     """
     path = Path(path)
-    head = _check_file(path)
+    head = check_file(path)
     fmt = format or table_format(path)
     if not header and fmt not in ("csv", "tsv"):
         raise InputError(f"{path}: a {fmt} file names its columns; a missing header row "

@@ -70,6 +70,8 @@ def test_spelled_out_choice_lists_match_the_library():
     assert cdiag.REGIMES == tuple(REGIMES) and cdiag.BACKENDS == tuple(BACKENDS)
     assert cdiag.HOLDOUT_SCHEMES == tuple(HOLDOUT_SCHEMES)
     assert cfit.SOLVERS == (*DIRECT_BACKENDS, *CVXPY_SOLVERS, *QPSOLVERS_BACKENDS)
+    from evalcert.solvers.clipped_linear import LAM_MAX
+    assert cfit.MAX_LAM == LAM_MAX
 
 
 def test_lazy_solvers_package_keeps_gini_projection_the_function():

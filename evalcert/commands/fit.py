@@ -9,8 +9,8 @@ from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
 SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos", "qpsolvers-piqp",
            "qpsolvers-proxqp", "qpsolvers-daqp", "qpsolvers-highs", "qpsolvers-cvxopt")
-#: largest ridge weight the CLI takes: 2 (cells + lam) must stay finite in the QP's
-#: Hessian (lam = 1e308 overflowed to inf and the solver raised an untyped ValueError)
+#: largest ridge weight the CLI takes: ``evalcert.solvers.clipped_linear.LAM_MAX``, spelled
+#: out so the parser imports no solver (tests/test_startup.py checks they agree)
 MAX_LAM = 1e100
 
 
