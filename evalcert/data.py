@@ -12,8 +12,12 @@ NaN = unobserved (:meth:`ScoreMatrix.from_array`, or the constructor), from a
 wide table (:meth:`ScoreMatrix.from_wide`), from a long table
 (:meth:`ScoreMatrix.from_long`) or from a file (:func:`read_scores`; long
 Parquet files are scanned in batches, so a file larger than memory is read in
-O(observed cells)). The dense views ``values`` / ``observed`` / ``to_dense()``
-exist for small matrices and refuse sizes that would not fit in memory.
+O(observed cells)). The readers live in :mod:`evalcert.data_io` (``read_scores``
+and ``MISSING_TOKENS`` are importable from here too), the algorithms on cell
+coordinates (row-major counting sort, duplicates, bipartite components) in
+:mod:`evalcert.data_cells`. The dense views ``values`` / ``observed`` /
+``to_dense()`` exist for small matrices and refuse sizes that would not fit in
+memory.
 
 Example
 -------
@@ -30,27 +34,28 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import warnings
-from pathlib import Path
-from typing import Literal, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
+from evalcert.data_cells import ConnectivityReport, _sort_cells, bipartite_components
 from evalcert.errors import ConnectivityError, InputError
 from evalcert.memory import estimate_bytes, require_memory
-from evalcert.results import ResultMixin, format_table
-from evalcert.tables import looks_numeric
 
 __all__ = ["ScoreMatrix", "ConnectivityReport", "read_scores", "bipartite_components",
            "MISSING_TOKENS"]
 
 _MAX_LISTED = 8
-#: score cells read as "unobserved" (besides an empty cell); counted, never guessed
-MISSING_TOKENS = frozenset({"", "NA", "NaN", "nan", "N/A", "null", "None"})
-_BOOLEANS = frozenset({"true", "false"})
+
+
+def __getattr__(name: str):
+    # The readers moved to evalcert.data_io (which imports this module): re-exported
+    # lazily, so ``from evalcert.data import read_scores`` keeps working.
+    if name in ("read_scores", "MISSING_TOKENS"):
+        from evalcert import data_io
+        return getattr(data_io, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _list_cells(cells, total: int) -> str:
@@ -63,91 +68,6 @@ def _list_names(names: Sequence[str], total: int | None = None) -> str:
     total = len(names) if total is None else total
     shown = ", ".join(str(n) for n in list(names)[:_MAX_LISTED])
     return shown + (f", ... ({total} in all)" if total > _MAX_LISTED else "")
-
-
-def bipartite_components(rows: np.ndarray, cols: np.ndarray,
-                         shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Component labels of rows and columns of the bipartite graph of cells ``(rows, cols)``.
-
-    O(cells + K + J). Label 0 is the largest component (by rows + columns, ties
-    by first appearance); a row or column without a cell is its own component.
-
-    Examples
-    --------
-    >>> bipartite_components(np.array([0, 1]), np.array([0, 1]), (3, 2))
-    (array([0, 1, 2]), array([0, 1]))
-    """
-    K, J = shape
-    graph = sp.coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, K + np.asarray(cols))),
-                          shape=(K + J, K + J))
-    n, labels = connected_components(graph, directed=False)
-    sizes = np.bincount(labels, minlength=n)
-    relabel = np.empty(n, dtype=np.int64)
-    relabel[np.argsort(-sizes, kind="stable")] = np.arange(n)
-    labels = relabel[labels]
-    return labels[:K], labels[K:]
-
-
-@dataclasses.dataclass(frozen=True)
-class ConnectivityReport(ResultMixin):
-    """Connectivity of the bipartite agent-item observation graph.
-
-    Attributes
-    ----------
-    n_components : int
-        Number of connected components (agents and items as nodes, observed
-        cells as edges).
-    component_sizes : list of tuple of int
-        ``(n_agents, n_items)`` per component, largest first.
-    agent_component, item_component : ndarray of int
-        Component label of every agent and item (0 = largest component).
-    min_agent_degree, min_item_degree : int
-        Fewest observed items of any agent and fewest observed agents of any item.
-    agent_degrees, item_degrees : ndarray of int
-        Observed cells per agent and per item.
-
-    Examples
-    --------
-    Two agents that share no item cannot be put on one scale:
-
-    >>> import numpy as np
-    >>> S = ScoreMatrix.from_array(np.array([[0.5, np.nan], [np.nan, 0.2]]))
-    >>> report = S.connectivity()
-    >>> report.n_components, report.min_agent_degree
-    (2, 1)
-    """
-
-    n_components: int
-    component_sizes: list[tuple[int, int]]
-    agent_component: np.ndarray
-    item_component: np.ndarray
-    min_agent_degree: int
-    min_item_degree: int
-    agent_degrees: np.ndarray
-    item_degrees: np.ndarray
-
-    @property
-    def is_connected(self) -> bool:
-        return self.n_components == 1
-
-    def summary(self) -> str:
-        rows = [(k, a, i) for k, (a, i) in enumerate(self.component_sizes)]
-        head = (f"{self.n_components} component(s); min degree: agents "
-                f"{self.min_agent_degree}, items {self.min_item_degree}")
-        return head + "\n" + format_table(rows, ["component", "agents", "items"])
-
-
-def _sorted_cells(rows: np.ndarray, cols: np.ndarray, n_items: int) -> np.ndarray | None:
-    """Permutation to row-major order, or None if already strictly sorted."""
-    key = rows * np.int64(n_items) + cols
-    if len(key) < 2 or bool(np.all(key[1:] > key[:-1])):
-        return None
-    return np.argsort(key, kind="stable")
-
-
-def _duplicate_pairs(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """Indices (into sorted cells) of cells equal to their predecessor."""
-    return np.flatnonzero((rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1])) + 1
 
 
 class ScoreMatrix:
@@ -256,29 +176,8 @@ class ScoreMatrix:
         empty and missing tokens (``NA``, ``nan``...) are unobserved; booleans and
         other text are refused.
         """
-        if agent_column is None and "agent" in frame.columns:
-            agent_column = "agent"
-        if agent_column is not None:
-            if agent_column not in frame.columns:
-                raise InputError(f"no column {agent_column!r}; columns are {list(frame.columns)[:8]}")
-            names = [_name_text(a) for a in frame[agent_column]]
-            frame = frame.drop(columns=[agent_column])
-        else:
-            names = [_name_text(a) for a in frame.index]
-        dup = pd.Index(frame.columns)
-        if dup.has_duplicates:
-            raise InputError(f"duplicate item columns {_list_names(dup[dup.duplicated()].unique().tolist())}; "
-                             "every item needs its own column")
-        empty = [k for k, a in enumerate(names) if a == ""]
-        if empty:
-            raise InputError(f"empty agent name in data row {empty[0] + 1} (of {len(empty)} such "
-                             "rows); every row needs an agent name")
-        items = [str(c) for c in frame.columns]
-        values = np.empty((len(names), len(items)))
-        for j, item in enumerate(items):
-            values[:, j] = _parse_scores(frame.iloc[:, j],
-                                         lambda idx, item=item: [(names[k], item) for k in idx])
-        return cls(values, names, list(items), bounds, copy=False)
+        from evalcert.data_io import scores_from_wide
+        return scores_from_wide(frame, agent_column, bounds)
 
     @classmethod
     def from_long(cls, frame: pd.DataFrame, agent: str = "agent", item: str = "item",
@@ -291,15 +190,8 @@ class ScoreMatrix:
         whether to average them); a row with an empty or missing-token score is
         not a cell: it is counted in ``n_missing`` and reported with a warning.
         """
-        missing = [c for c in (agent, item, score) if c not in frame.columns]
-        if missing:
-            raise InputError(f"long table lacks column(s) {missing}; it has {list(frame.columns)}; "
-                             "name them with agent=, item=, score= or use the wide format")
-        if len(frame) == 0:
-            raise InputError("the long table has no rows")
-        builder = _LongBuilder()
-        builder.add(frame[agent], frame[item], frame[score])
-        return builder.finish(bounds)
+        from evalcert.data_io import scores_from_long
+        return scores_from_long(frame, agent, item, score, bounds)
 
     # ----------------------------------------------------------- construction core
     def _setup(self, rows, cols, scores, agents, items, bounds, *, shape, n_missing,
@@ -308,22 +200,19 @@ class ScoreMatrix:
         if parent is not None:          # names and bounds already checked: O(cells) restrict
             d["agents"], d["items"], d["bounds"] = parent.agents, parent.items, parent.bounds
         else:
-            d["agents"] = tuple(str(a) for a in agents)
-            d["items"] = tuple(str(i) for i in items)
+            d["agents"] = tuple(map(str, agents))
+            d["items"] = tuple(map(str, items))
             d["bounds"] = (float(bounds[0]), float(bounds[1]))
         d["n_missing"] = int(n_missing)
         K, J = d["_shape"] = (int(shape[0]), int(shape[1]))
         if not ordered:
             if len(rows) and (rows.min() < 0 or rows.max() >= K or cols.min() < 0 or cols.max() >= J):
                 raise InputError(f"cell indices out of range for {K} agents x {J} items")
-            perm = _sorted_cells(rows, cols, J)
-            if perm is not None:
-                rows, cols, scores = rows[perm], cols[perm], scores[perm]
-                dup = _duplicate_pairs(rows, cols)
-                if len(dup):
-                    raise InputError("duplicate (agent, item) pairs: "
-                                     + _list_cells(self._names(rows[dup], cols[dup]), len(dup))
-                                     + "; aggregate them yourself (e.g. mean) before fitting")
+            rows, cols, scores, dup = _sort_cells(rows, cols, scores, (K, J))
+            if len(dup):
+                raise InputError("duplicate (agent, item) pairs: "
+                                 + _list_cells(self._names(rows[dup], cols[dup]), len(dup))
+                                 + "; aggregate them yourself (e.g. mean) before fitting")
         for a in (rows, cols, scores):
             a.setflags(write=False)
         d["_rows"], d["_cols"], d["_scores"] = rows, cols, scores
@@ -381,14 +270,16 @@ class ScoreMatrix:
         K, J = self.shape
         lo, hi = self.bounds
         r, c, s = self._rows, self._cols, self._scores
+        # two reductions, no per-cell temporaries; the cells are listed only on failure
+        low, high = (float(s.min()), float(s.max())) if len(s) else (lo, hi)
         for test, what, fix in ((np.isnan, "NaN", "leave unobserved cells out"),
                                 (np.isinf, "infinite", "replace them by finite scores or "
                                                        "leave the cells unobserved")):
-            bad = np.flatnonzero(test(s))
+            bad = np.flatnonzero(test(s)) if not np.isfinite(low + high) else ()
             if len(bad):
                 raise InputError(f"{what} scores at (agent, item) "
                                  + _list_cells(self._names(r[bad], c[bad]), len(bad)) + f"; {fix}")
-        out = np.flatnonzero((s < lo) | (s > hi))
+        out = np.flatnonzero((s < lo) | (s > hi)) if low < lo or high > hi else ()
         if len(out):
             raise InputError(f"scores outside the bounds [{lo}, {hi}] at (agent, item) "
                              + _list_cells(self._names(r[out], c[out]), len(out))
@@ -512,7 +403,8 @@ class ScoreMatrix:
         rows, cols = self._rows, self._cols
         if mask is not None:
             keep = self.cell_mask(mask)
-            rows, cols = rows[keep], cols[keep]
+            if not keep.all():
+                rows, cols = rows[keep], cols[keep]
         K, J = self.shape
         lab_r, lab_c = bipartite_components(rows, cols, (K, J))
         n_comp = int(max(lab_r.max(), lab_c.max()) + 1)
@@ -543,240 +435,3 @@ class ScoreMatrix:
                    if len(small) else ""),
                 report.component_sizes)
         return report
-
-
-# ---------------------------------------------------------------------- readers
-def _refuse_bad_scores(bad: np.ndarray, text: np.ndarray, name_of) -> None:
-    lowered = np.char.lower(text[bad].astype(str))
-    cells = name_of(bad[:_MAX_LISTED])
-    if np.isin(lowered, list(_BOOLEANS)).any():
-        raise InputError("boolean scores (true/false) at (agent, item) " + _list_cells(cells, len(bad))
-                         + "; evalcert does not read booleans as 1/0: write the scores as numbers "
-                         "(e.g. 1 and 0) in the file")
-    raise InputError("non-numeric scores at (agent, item) " + _list_cells(cells, len(bad))
-                     + f" (first value {str(text[bad[0]])!r}); use numbers, or leave the cell "
-                     "empty for unobserved")
-
-
-def _parse_scores(column, name_of) -> np.ndarray:
-    """Scores of one column as floats, NaN where empty or a missing token.
-
-    ``column`` is a pandas Series (numbers or strings) or a pyarrow array;
-    ``name_of(indices)`` names the (agent, item) of rows for error messages.
-    """
-    if hasattr(column, "type"):                          # pyarrow
-        import pyarrow as pa
-        if pa.types.is_boolean(column.type):
-            _refuse_bad_scores(np.arange(len(column)), np.array(["true"]).repeat(len(column)),
-                               name_of)
-        if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-            return column.to_numpy(zero_copy_only=False).astype(float, copy=False)
-        column = column.to_pandas()
-    if column.dtype == bool:
-        _refuse_bad_scores(np.arange(len(column)), np.array(["true"]).repeat(len(column)), name_of)
-    if column.dtype.kind in "iuf":
-        return column.to_numpy(dtype=float)
-    text = np.asarray(column.astype(object).where(column.notna(), "").astype(str), dtype=object)
-    values = pd.to_numeric(pd.Series(text), errors="coerce").to_numpy(dtype=float)
-    bad = np.flatnonzero(np.isnan(values) & ~pd.Series(text).isin(MISSING_TOKENS).to_numpy())
-    if len(bad):
-        _refuse_bad_scores(bad, text, name_of)
-    return values
-
-
-def _name_text(value) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return ""
-    return str(value).lower() if isinstance(value, (bool, np.bool_)) else str(value)
-
-
-class _LongBuilder:
-    """Accumulates batches of long-table rows into codes, then one ScoreMatrix."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, dict[str, int]] = {"agent": {}, "item": {}}
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.n_rows = 0
-        self._last: dict[str, tuple] = {}       # kind -> (arrow dictionary, its global codes)
-
-    def _refuse_empty(self, kind: str, row: int) -> None:
-        raise InputError(f"empty {kind} name in data row {self.n_rows + row + 1} of the long "
-                         f"table; every row needs an {kind} name (fill it in or drop the row)")
-
-    def _codes(self, column, kind: str) -> np.ndarray:
-        """Global codes of the names in ``column``, numbered in order of first appearance.
-
-        Arrow columns are dictionary-encoded in C; each distinct name becomes a
-        Python string once, and a dictionary repeated across batches (Parquet
-        dictionary pages) is mapped once for the whole file.
-        """
-        if hasattr(column, "type"):
-            import pyarrow as pa
-            import pyarrow.compute as pc
-            arr = column if pa.types.is_dictionary(column.type) else \
-                pc.dictionary_encode(column, null_encoding="encode")
-            if arr.null_count:
-                self._refuse_empty(kind, int(np.flatnonzero(arr.is_null().to_numpy(
-                    zero_copy_only=False))[0]))
-            codes = arr.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            values = arr.dictionary
-            last = self._last.get(kind)
-            if last is not None and last[0].equals(values):
-                glob = last[1]
-            else:
-                glob = np.full(len(values), -1, dtype=np.int64)
-                self._last[kind] = (values, glob)
-        else:
-            codes, values = pd.factorize(column, use_na_sentinel=False)
-            glob = np.full(len(values), -1, dtype=np.int64)
-        first = np.full(len(glob), len(codes), dtype=np.int64)
-        first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)      # O(n) first appearance
-        new = np.flatnonzero((first < len(codes)) & (glob < 0))
-        new = new[np.argsort(first[new], kind="stable")]
-        if len(new):
-            raw = values.take(new).to_pylist() if hasattr(values, "to_pylist") else list(values[new])
-            texts = raw if all(type(v) is str for v in raw) else [_name_text(v) for v in raw]
-            if "" in texts:
-                self._refuse_empty(kind, int(first[new[texts.index("")]]))
-            mapping = self.names[kind]
-            glob[new] = [mapping.setdefault(t, len(mapping)) for t in texts]
-        return glob[codes]
-
-    def add(self, agents, items, scores) -> None:
-        rows, cols = self._codes(agents, "agent"), self._codes(items, "item")
-        names = [list(self.names["agent"]), list(self.names["item"])]
-        values = _parse_scores(scores, lambda idx: [(names[0][rows[k]], names[1][cols[k]])
-                                                    for k in idx])
-        self.parts.append((rows, cols, values))
-        self.n_rows += len(rows)
-
-    def finish(self, bounds: tuple[float, float]) -> ScoreMatrix:
-        rows, cols, scores = (np.concatenate([p[k] for p in self.parts]) for k in range(3))
-        self.parts.clear()
-        agents, items = list(self.names["agent"]), list(self.names["item"])
-        perm = _sorted_cells(rows, cols, len(items))
-        if perm is not None:
-            rows, cols, scores = rows[perm], cols[perm], scores[perm]
-            dup = _duplicate_pairs(rows, cols)
-            if len(dup):
-                cells = [(agents[rows[k]], items[cols[k]]) for k in dup[:_MAX_LISTED]]
-                raise InputError("duplicate (agent, item) pairs in the long table: "
-                                 + _list_cells(cells, len(dup))
-                                 + "; aggregate them yourself (e.g. mean) before fitting")
-        missing = np.isnan(scores)
-        n_missing = int(missing.sum())
-        if n_missing:
-            warnings.warn(f"{n_missing} of {self.n_rows} rows of the long table have an empty or "
-                          f"missing score ({', '.join(sorted(t for t in MISSING_TOKENS if t))} or "
-                          "empty); they are not observed cells", stacklevel=3)
-            rows, cols, scores = rows[~missing], cols[~missing], scores[~missing]
-        S = ScoreMatrix.__new__(ScoreMatrix)
-        S._setup(rows, cols, scores, agents, items, bounds, shape=(len(agents), len(items)),
-                 n_missing=n_missing, ordered=True)
-        return S
-
-
-def _scan_parquet(path: Path, names: dict[str, str], bounds: tuple[float, float],
-                  batch_rows: int, verbose: bool) -> ScoreMatrix:
-    """Long Parquet file (or folder of them) scanned in batches of ``batch_rows`` rows."""
-    import pyarrow as pa
-    import pyarrow.dataset as ds
-    from tqdm.auto import tqdm
-
-    from evalcert.tables import check_file
-    if not path.is_dir():
-        check_file(path)
-    try:
-        data = ds.dataset(path, format="parquet")
-        found = data.schema.names
-        missing = [c for c in names.values() if c not in found]
-        if missing:
-            raise InputError(f"{path}: missing column(s) {missing}; found {found[:8]}; name them "
-                             "with agent=, item=, score=")
-        builder = _LongBuilder()
-        with tqdm(total=data.count_rows(), disable=not verbose, unit="rows", desc="reading") as bar:
-            for batch in data.to_batches(columns=list(names.values()), batch_size=batch_rows):
-                builder.add(*(batch.column(k) for k in range(3)))
-                bar.update(batch.num_rows)
-    except (pa.ArrowException, OSError) as exc:
-        raise InputError(f"{path}: corrupt or unreadable Parquet data ({type(exc).__name__}: "
-                         f"{str(exc).splitlines()[0][:120]})") from None
-    if builder.n_rows == 0:
-        raise InputError(f"{path}: the long table has no rows")
-    return builder.finish(bounds)
-
-
-def _check_wide_header(path: Path, columns: list[str]) -> None:
-    items = columns[1:]
-    numeric = [looks_numeric(c) for c in items]
-    if (columns[0] and looks_numeric(columns[0])) or any(c.lower() in _BOOLEANS for c in columns) \
-            or (items and all(numeric) and not all(float(c).is_integer() for c in items)):
-        raise InputError(f"{path}: the header row looks like data ({', '.join(columns[:4])}...); "
-                         "the first row must name the columns (agent, then one name per item): "
-                         "add a header row")
-
-
-def read_scores(path: str | Path, format: Literal["wide", "long"] = "wide",
-                bounds: tuple[float, float] = (-1.0, 1.0), *, batch_rows: int = 1_000_000,
-                verbose: bool = False, **columns: str) -> ScoreMatrix:
-    """Read a :class:`ScoreMatrix` from a CSV, TSV, Parquet, JSON Lines or JSON file.
-
-    Files are parsed as data only (:func:`evalcert.tables.read_table`).
-
-    Parameters
-    ----------
-    path : str or Path
-        The file; a folder of Parquet files is read as one long table.
-    format : {"wide", "long"}
-        ``wide``: the first column (or one named ``agent``) holds agent names,
-        always read as names (``NA``, ``0.25`` are names); every other column is
-        an item; an empty cell is unobserved. ``long``: columns
-        ``agent, item, score``, one row per observed cell; a row with an empty
-        score is counted in ``S.n_missing`` and reported with a warning.
-    bounds : tuple of float
-        Allowed score range.
-    batch_rows : int
-        Rows per batch when scanning long Parquet data (memory grows with the
-        observed cells, never with the file or with K x J).
-    verbose : bool
-        Progress bar (stderr) while scanning Parquet.
-    **columns : str
-        For long tables, ``agent=``, ``item=``, ``score=`` column names.
-
-    Raises
-    ------
-    InputError
-        Unreadable file, no header row, duplicate item columns or (agent, item)
-        pairs, empty agent names, booleans or text as scores, scores outside
-        ``bounds``, agents or items without a score.
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "scores.csv"
-    >>> _ = path.write_text("agent,q1,q2\\nm1,0.5,-0.25\\nm2,,1.0\\n")  # an empty cell is unobserved
-    >>> S = read_scores(path)
-    >>> S.agents, S.items, S.n_observed
-    (('m1', 'm2'), ('q1', 'q2'), 3)
-    """
-    from evalcert.tables import read_table, table_format
-    path = Path(path)
-    unknown = set(columns) - {"agent", "item", "score"}
-    if unknown:
-        raise InputError(f"unknown column option(s) {sorted(unknown)}; use agent=, item=, score=")
-    if format == "long":
-        names = {k: columns.get(k, k) for k in ("agent", "item", "score")}
-        if path.is_dir() or table_format(path) == "parquet":
-            return _scan_parquet(path, names, bounds, int(batch_rows), verbose)
-        return ScoreMatrix.from_long(read_table(path, required=list(names.values())),
-                                     bounds=bounds, **names)
-    if format != "wide":
-        raise InputError(f"format must be 'wide' or 'long', got {format!r}")
-    frame = read_table(path)
-    if frame.shape[1] < 2:
-        raise InputError(f"{path}: a wide score file needs an agent column and at least one item "
-                         f"column; found {list(frame.columns)} (for agent,item,score rows use "
-                         "format='long')")
-    _check_wide_header(path, list(frame.columns))
-    agent_column = "agent" if "agent" in frame.columns else frame.columns[0]
-    return ScoreMatrix.from_wide(frame, agent_column=agent_column, bounds=bounds)

@@ -32,7 +32,7 @@ import numpy as np
 from evalcert.errors import InputError
 
 __all__ = ["estimate_bytes", "memory_available", "require_memory", "format_bytes",
-           "USABLE_FRACTION"]
+           "estimate_fit_from_file_bytes", "USABLE_FRACTION"]
 
 #: share of the available memory a single allocation may take by default
 USABLE_FRACTION = 0.5
@@ -153,3 +153,29 @@ def require_memory(nbytes: int, what: str, instead: str = "",
                          f"of memory is available (at most {fraction:.0%} of it is used for one "
                          f"allocation)" + (f"; {instead}" if instead else ""))
     return int(nbytes)
+
+
+#: Peak resident bytes per observed cell, per agent or item name, and of the
+#: imports (Python, numpy, scipy, pandas, pyarrow), of reading a long Parquet
+#: file and fitting it (``benchmarks/bench_scale.py``, which prints measured /
+#: estimated for every case; ``tests/test_memory.py`` checks a measured run).
+FIT_FROM_FILE_BYTES = {"cell": 160, "name": 250, "base": 150 * 2 ** 20}
+
+
+def estimate_fit_from_file_bytes(n_cells: int, n_agents: int, n_items: int) -> int:
+    """Peak resident memory of ``read_scores(long Parquet)`` then a native clipped-linear fit.
+
+    ``base + cell * n_cells + name * (n_agents + n_items)`` with the constants of
+    :data:`FIT_FROM_FILE_BYTES`, measured (the peak is the fit's: the scores,
+    the Hessian with two entries a cell, the solver's vectors a cell, the
+    certificate's O(n) vectors; the reader holds about 16 bytes a cell plus
+    Arrow's batches). Measured peaks were 0.65-1.25 times the estimate from
+    10^5 to 2 x 10^6 cells; ``tests/test_memory.py`` holds it to a factor 1.5.
+
+    Examples
+    --------
+    >>> format_bytes(estimate_fit_from_file_bytes(20_000_000, 10_000, 1_000_000))
+    '3.4 GiB'
+    """
+    c = FIT_FROM_FILE_BYTES
+    return int(c["base"] + c["cell"] * int(n_cells) + c["name"] * (int(n_agents) + int(n_items)))

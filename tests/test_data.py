@@ -313,6 +313,130 @@ def test_dictionary_parquet_reads_only_used_names_across_batches(tmp_path):
     assert S.values[S.agents.index("m1"), 1] == 0.6
 
 
+# --------------------------------------- the fast long reader (issue 13 item 2, session 4)
+from evalcert.data_cells import _row_major_permutation, bipartite_components  # noqa: E402
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_counting_sort_equals_the_stable_argsort(seed):
+    rng = np.random.default_rng(seed)
+    K, J, n = rng.integers(1, 30), rng.integers(1, 30), rng.integers(2, 400)
+    rows, cols = rng.integers(0, K, n), rng.integers(0, J, n)     # repeats included
+    perm = _row_major_permutation(rows, cols, (K, J))
+    expected = np.argsort(rows * J + cols, kind="stable")
+    assert perm is not None and np.array_equal(perm, expected)     # stable: same order of ties
+    key = np.unique(rows * J + cols)
+    assert _row_major_permutation(key // J, key % J, (K, J)) is None   # sorted: no work
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bipartite_components_on_unsorted_cells_match_a_union_find(seed):
+    rng = np.random.default_rng(seed)
+    K, J = 25, 30
+    n = int(rng.integers(5, 40))
+    rows, cols = rng.integers(0, K, n), rng.integers(0, J, n)
+    parent = list(range(K + J))
+
+    def find(a):
+        while parent[a] != a:
+            a = parent[a]
+        return a
+    for r, c in zip(rows, cols):
+        parent[find(r)] = find(K + c)
+    roots = np.array([find(a) for a in range(K + J)])
+    lab_r, lab_c = bipartite_components(rows, cols, (K, J))
+    labels = np.r_[lab_r, lab_c]
+    # the same partition, label 0 on a largest component
+    assert len(set(zip(labels, roots))) == len(set(labels)) == len(set(roots))
+    assert np.sum(labels == 0) == np.max(np.bincount(labels))
+
+
+def _random_long_table(rng, n_agents, n_items, n_missing):
+    """A shuffled long table with tricky names and ``n_missing`` rows of an
+    unobserved pair with no score; no duplicates."""
+    agents = ["NA", "0.25", "None"][:n_agents] + [f"m{k}" for k in range(3, n_agents)]
+    items = [f"q{j}" for j in range(n_items)]
+    v = _random_design(n_agents, n_items, 0.35, int(rng.integers(1 << 30)))
+    S = ScoreMatrix.from_array(v, agents=agents, items=items)
+    free = np.argwhere(np.isnan(v))[rng.permutation(int(np.isnan(v).sum()))[:n_missing]]
+    assert len(free) == n_missing
+    empty = pd.DataFrame({"agent": [agents[i] for i in free[:, 0]],
+                          "item": [items[j] for j in free[:, 1]], "score": [None] * n_missing})
+    long = pd.concat([S.to_long().astype({"score": object}), empty], ignore_index=True)
+    return long.sample(frac=1.0, random_state=int(rng.integers(1 << 30))).reset_index(drop=True)
+
+
+@pytest.mark.parametrize("seed, unify_every", [(0, 1 << 22), (1, 1 << 22), (2, 1), (3, 2)])
+def test_streaming_equals_in_memory_on_random_files_and_batch_sizes(tmp_path, monkeypatch, seed,
+                                                                     unify_every):
+    # unify_every small: names are unified (and cells recoded) during the scan too
+    from evalcert import data_io
+    monkeypatch.setattr(data_io, "_UNIFY_EVERY", unify_every)
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    rng = np.random.default_rng(seed)
+    long = _random_long_table(rng, int(rng.integers(3, 12)), int(rng.integers(3, 15)), 2)
+    long.to_csv(tmp_path / "l.csv", index=False)
+    long.to_parquet(tmp_path / "plain.parquet")
+    table = pa.Table.from_pandas(long, preserve_index=False)
+    table = table.set_column(0, "agent", table.column(0).dictionary_encode())
+    table = table.set_column(1, "item", table.column(1).dictionary_encode())
+    pq.write_table(table, tmp_path / "dict.parquet", row_group_size=5)
+    with pytest.warns(UserWarning, match="2 of"):
+        reference = read_scores(tmp_path / "l.csv", format="long")
+    for name in ("plain.parquet", "dict.parquet"):
+        for batch_rows in (1, 2, 3, 7, 10 ** 6):
+            with pytest.warns(UserWarning, match="2 of"):
+                got = read_scores(tmp_path / name, format="long", batch_rows=batch_rows)
+            assert got.agents == reference.agents and got.items == reference.items
+            assert all(np.array_equal(a, b) for a, b in zip(got.cells(), reference.cells()))
+            assert got.n_missing == reference.n_missing == 2
+            assert got.cells()[0].dtype == np.int64
+
+
+@pytest.mark.parametrize("batch_rows", [1, 2, 5, 100])
+def test_duplicates_split_across_batches_are_refused_by_every_reader(tmp_path, batch_rows):
+    rng = np.random.default_rng(batch_rows)
+    long = _random_long_table(rng, 6, 8, 0)
+    first, last = long.iloc[[1]], long.iloc[[-1]]
+    dup = pd.concat([long, first.assign(score=0.5), last.assign(score=0.25)],
+                    ignore_index=True)                # the repeats arrive in the last batches
+    dup.to_parquet(tmp_path / "d.parquet")
+    dup.to_csv(tmp_path / "d.csv", index=False)
+    messages = set()
+    for path, kwargs in ((tmp_path / "d.parquet", {"batch_rows": batch_rows}),
+                         (tmp_path / "d.csv", {})):
+        with pytest.raises(InputError, match=r"duplicate \(agent, item\) pairs in the long "
+                                             r"table: .*; aggregate") as err:
+            read_scores(path, format="long", **kwargs)
+        messages.add(str(err.value))
+        pair = f"({first.iloc[0, 0]}, {first.iloc[0, 1]})"
+        assert pair in str(err.value) and "(2 in all)" not in str(err.value)
+    assert len(messages) == 1                         # the same pairs named, in the same order
+
+
+def test_empty_and_null_names_are_refused_with_their_row_in_any_batch(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    table = pa.table({"agent": ["a", "b", "c", "d", None], "item": ["x", "x", "", "y", "y"],
+                      "score": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    pq.write_table(table, tmp_path / "n.parquet")
+    with pytest.raises(InputError, match="empty item name in data row 3"):
+        read_scores(tmp_path / "n.parquet", format="long", batch_rows=2)
+    pq.write_table(table.set_column(1, "item", pa.array(["x"] * 5)), tmp_path / "m.parquet")
+    with pytest.raises(InputError, match="empty agent name in data row 5"):
+        read_scores(tmp_path / "m.parquet", format="long", batch_rows=2)
+
+
+def test_integer_names_in_parquet_read_as_their_text(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    pq.write_table(pa.table({"agent": [7, 3, 7], "item": [10, 10, 11],
+                             "score": [0.1, 0.2, 0.3]}), tmp_path / "i.parquet")
+    S = read_scores(tmp_path / "i.parquet", format="long", batch_rows=1)
+    assert S.agents == ("7", "3") and S.items == ("10", "11") and S.n_observed == 3
+
+
 # ------------------------------------------------------------ evalcert.memory (issue 13 item 5)
 from evalcert import memory  # noqa: E402
 

@@ -73,7 +73,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--full-curve", action="store_true",
                         help="include every key's value in the JSON (large at real size)")
     parser.add_argument("--csv", default=None,
-                        help="write per-(grader, label) best accuracies at the attaining keys")
+                        help="write per-(grader, label) accuracy ranges under the chosen --m "
+                             "at the attaining keys: grader, label, key, items, method, "
+                             "min/max correct and accuracy with every grader >= T, then the "
+                             "same at any level (free_*)")
+    parser.add_argument("--bounds", action="store_true",
+                        help="print those ranges (and add them to the JSON) without --csv")
+    parser.add_argument("--max-keys", type=int_range(1, 1000), default=10, metavar="K",
+                        help="attaining keys at which --csv/--bounds ranges are computed "
+                             "(default 10)")
     parser.add_argument("--estimates", default=None,
                         help="point estimates beside the bounds, checked against T: ds "
                              "(Dawid-Skene), mv (majority vote), e.g. ds,mv (crowd-kit)")
@@ -138,10 +146,11 @@ def run(args: argparse.Namespace) -> int:
         with_agreement=args.agreement, n_boot=args.bootstrap, seed=args.seed,
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
-        squares_key=args.key, verbose=args.verbose)
+        squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
+        verbose=args.verbose)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
-    print(report.summary(panel=args.panel))
+    print(report.summary(panel=args.panel, bounds=args.bounds))
     if args.json is not None:
         report.write_json(args.json, full_curve=args.full_curve)
     return 0

@@ -92,6 +92,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sparse.add_argument("--n-jobs", type=int_range(1, 256), default=None,
                         help="workers, 1..256 (default: all cores)")
     sparse.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    sparse.add_argument("--strict", action="store_true",
+                        help="stop at the first failed sparse fit (default: record it, count "
+                             "it in the summary and JSON, report it on stderr, go on)")
     sparse.add_argument("--json", default=None, help="write the result as JSON here")
     sparse.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     sparse.set_defaults(func=run_sparse_recovery)
@@ -188,7 +191,8 @@ def run_sparse_recovery(args: argparse.Namespace) -> int:
                              holdout_fraction=args.holdout, holdout_seed=args.holdout_seed,
                              holdout_scheme=args.holdout_scheme, d=args.d,
                              backend=args.backend, n_jobs=args.n_jobs,
-                             scheduler=args.scheduler, progress=not args.no_progress)
+                             scheduler=args.scheduler, progress=not args.no_progress,
+                             strict=args.strict)
     print(result.summary())
     if args.json is not None:
         result.to_json(args.json)

@@ -33,8 +33,8 @@ DEFAULTS = {
     "factor": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6, "dims": 2},
     "beta": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-6},
     "je": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-3, "dims": 16},
-    "3pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 0.25},
-    "graded": {"method": "mml", "max_iter": 3000, "tol": 1e-5, "slope_prior": 0.25},
+    "3pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
+    "graded": {"method": "mml", "max_iter": 3000, "tol": 1e-5, "slope_prior": 4.0},
 }
 #: methods each model supports (checked against the estimators' ``methods``)
 METHODS = {"rasch": ("jml", "cml", "mml", "map", "mcmc"), "2pl": ("jml", "map", "mml"),
@@ -340,8 +340,7 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
     p.add_argument("--tol", type=positive_float, default=None,
                    help=f"convergence tolerance; default {_defaults_text('tol')}")
     p.add_argument("--slope-prior", type=nonnegative_float, default=None,
-                   help="precision p of the slope prior of mml (2pl: log a ~ N(0, 1/p); "
-                        "3pl/graded: a ~ N(1, 1/p); 0 = pure "
+                   help="precision p of the slope prior of mml (log a ~ N(0, 1/p); 0 = pure "
                         f"marginal ML); default {_defaults_text('slope_prior')}")
     p.add_argument("--guessing", type=_floor, default=None,
                    help="3pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "

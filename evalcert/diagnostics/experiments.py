@@ -8,6 +8,12 @@ d-core >= 3, fit, and score it on the same holdout. Seeds run through
 (``backend="dask"``, ``scheduler="tcp://host:8786"`` or the current Client) the
 scores, holdout and dense reference are scattered once per worker.
 
+A fit that fails with a typed solver error (:class:`~evalcert.errors.SolverError`,
+:class:`~evalcert.errors.InfeasibleError`) does not lose the run: it is
+recorded as a :class:`FailedFit` (seed, setting, error), counted in the
+summary and the JSON, and reported on stderr ("1 of 50 fits failed: ...");
+``strict=True`` restores fail-fast (the first failure is raised).
+
 Holdout, training designs and d-core top-ups are boolean vectors over
 ``S.cells()`` (O(observed cells)); a model with ``predict_cells(rows, cols)``
 is scored on the held-out cells without any K x J array (the ranking AUC,
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 import time
 from typing import Any, Mapping, Sequence
 
@@ -38,11 +45,12 @@ import numpy as np
 
 from evalcert.data import ScoreMatrix
 from evalcert.diagnostics.metrics import FidelityMetrics, fidelity
+from evalcert.errors import InfeasibleError, SolverError
 from evalcert.diagnostics.sampling import HoldoutScheme, holdout_on_cells, sample_training_cells
 from evalcert.parallel import Backend, parallel_map
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["SparseRecoveryResult", "sparse_recovery", "CoverageSweepResult", "coverage_sweep",
+__all__ = ["FailedFit", "SparseRecoveryResult", "sparse_recovery", "CoverageSweepResult", "coverage_sweep",
            "BaselineComparisonResult", "baseline_comparison"]
 
 _METRICS = ("coverage", "rmse", "spearman", "kendall", "auc")
@@ -85,12 +93,55 @@ def _predictions(model: Any, S: ScoreMatrix, every_cell: bool) -> np.ndarray:
     return model.predict()
 
 
-def _run(job: tuple[str, dict[str, float], int], protocol: _Protocol) -> FidelityMetrics:
-    """One sparse fit; ``protocol`` is shared (scattered once per Dask worker)."""
-    regime, params, seed = job
+@dataclasses.dataclass(frozen=True)
+class FailedFit(ResultMixin):
+    """One sparse fit that raised a typed solver error, kept instead of losing the run.
+
+    Attributes
+    ----------
+    seed : int
+    regime : str
+    params : dict of str to float
+    error : str
+        The exception's class name (``SolverError``, ``CertificateError``, ...).
+    message : str
+
+    Examples
+    --------
+    >>> f = FailedFit(357, "nlogn", {"C": 1.6}, "SolverError", "status 'cycling'")
+    >>> f.summary()
+    "seed 357 (nlogn, C=1.6): SolverError: status 'cycling'"
+    """
+
+    seed: int
+    regime: str
+    params: dict[str, float]
+    error: str
+    message: str
+
+    def summary(self) -> str:
+        params = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
+        return f"seed {self.seed} ({self.regime}{', ' + params if params else ''}): " \
+               f"{self.error}: {self.message}"
+
+
+#: What a failed fit may raise and still be recorded rather than end the run.
+FIT_ERRORS = (SolverError, InfeasibleError)
+
+
+def _run(job: tuple[str, dict[str, float], int, bool], protocol: _Protocol
+         ) -> FidelityMetrics | FailedFit:
+    """One sparse fit; ``protocol`` is shared (scattered once per Dask worker).
+    A typed solver error becomes a :class:`FailedFit` unless ``strict``."""
+    regime, params, seed, strict = job
     design = sample_training_cells(protocol.S, protocol.holdout, regime, d=protocol.d,
                                    seed=seed, **params)
-    return protocol.score(copy.deepcopy(protocol.model), design.mask)
+    try:
+        return protocol.score(copy.deepcopy(protocol.model), design.mask)
+    except FIT_ERRORS as err:
+        if strict:
+            raise
+        return FailedFit(seed, regime, dict(params), type(err).__name__, str(err))
 
 
 def _protocol(S: ScoreMatrix, model: Any, partition: np.ndarray | None, holdout_fraction: float,
@@ -109,6 +160,8 @@ def _protocol(S: ScoreMatrix, model: Any, partition: np.ndarray | None, holdout_
 
 def _stats(runs: Sequence[FidelityMetrics], name: str) -> tuple[float, float, float, float]:
     v = np.array([getattr(r, name) for r in runs], dtype=float)
+    if len(v) == 0:         # every fit failed
+        return (float("nan"),) * 4
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, float(v.min()), float(v.max())
 
 
@@ -127,7 +180,10 @@ class SparseRecoveryResult(ResultMixin):
     dense : FidelityMetrics
         Fit on every non-held-out cell.
     runs : tuple of FidelityMetrics
-        One per seed.
+        One per seed whose fit succeeded (in seed order).
+    failures : tuple of FailedFit
+        One per seed whose fit raised a typed solver error; ``n_failed``
+        counts them (also in the JSON).
 
     Examples
     --------
@@ -149,6 +205,8 @@ class SparseRecoveryResult(ResultMixin):
     holdout_seed: int
     dense: FidelityMetrics
     runs: tuple[FidelityMetrics, ...]
+    failures: tuple[FailedFit, ...] = ()
+    n_failed: int = 0
 
     def mean(self, metric: str) -> float:
         """Mean over seeds of ``metric`` (``coverage``, ``rmse``, ``spearman``, ...)."""
@@ -159,24 +217,43 @@ class SparseRecoveryResult(ResultMixin):
         rows = [(m, getattr(self.dense, m), *_stats(self.runs, m)) for m in _METRICS
                 if getattr(self.dense, m) is not None]
         rel = self.mean("rmse") / self.dense.rmse - 1.0
+        failed = "" if not self.failures else (
+            f"\n{_failure_line(self.failures, len(self.seeds))}; statistics over the "
+            f"{len(self.runs)} fits that succeeded")
         return (f"Sparse recovery: {self.regime} ({params}), d-core >= {self.d}, "
                 f"{len(self.seeds)} seeds, holdout {self.holdout_fraction:.0%} "
                 f"(seed {self.holdout_seed})\n"
                 + format_table(rows, ["metric", "dense", "sparse mean", "sd", "min", "max"])
-                + f"\nholdout RMSE relative increase: {rel:+.1%}")
+                + f"\nholdout RMSE relative increase: {rel:+.1%}" + failed)
+
+
+def _failure_line(failures: Sequence[FailedFit], n_fits: int, shown: int = 3) -> str:
+    """``"2 of 50 fits failed: seed 3 (...): ...; seed 9 (...): ..."``."""
+    more = f"; ... {len(failures) - shown} more" if len(failures) > shown else ""
+    return (f"{len(failures)} of {n_fits} fits failed: "
+            + "; ".join(f.summary() for f in failures[:shown]) + more)
 
 
 def _sweep(protocol: _Protocol, configs: Sequence[tuple[str, dict[str, float]]],
            seeds: Sequence[int], backend: Backend, n_jobs: int | None, scheduler: str | None,
-           progress: bool) -> list[SparseRecoveryResult]:
-    jobs = [(regime, params, s) for regime, params in configs for s in seeds]
+           progress: bool, strict: bool) -> list[SparseRecoveryResult]:
+    jobs = [(regime, params, s, strict) for regime, params in configs for s in seeds]
     runs = parallel_map(_run, jobs, shared=(protocol,), backend=backend, n_jobs=n_jobs,
                         scheduler=scheduler, progress=progress, desc="sparse recovery")
+    failed = [r for r in runs if isinstance(r, FailedFit)]
+    if failed:
+        print(_failure_line(failed, len(runs)) + " (strict=True / --strict stops at the first)",
+              file=sys.stderr)
     n = len(seeds)
-    return [SparseRecoveryResult(regime, dict(params), tuple(seeds), protocol.d,
-                                 protocol.holdout_fraction, protocol.holdout_seed, protocol.dense,
-                                 tuple(runs[k * n:(k + 1) * n]))
-            for k, (regime, params) in enumerate(configs)]
+    out = []
+    for k, (regime, params) in enumerate(configs):
+        chunk = runs[k * n:(k + 1) * n]
+        bad = tuple(r for r in chunk if isinstance(r, FailedFit))
+        out.append(SparseRecoveryResult(
+            regime, dict(params), tuple(seeds), protocol.d, protocol.holdout_fraction,
+            protocol.holdout_seed, protocol.dense,
+            tuple(r for r in chunk if not isinstance(r, FailedFit)), bad, len(bad)))
+    return out
 
 
 def sparse_recovery(S: ScoreMatrix, regime: str = "nlogn", *, C: float | None = None,
@@ -185,7 +262,8 @@ def sparse_recovery(S: ScoreMatrix, regime: str = "nlogn", *, C: float | None = 
                     holdout_fraction: float = 0.2, holdout_seed: int = 0,
                     holdout_scheme: HoldoutScheme = "entrywise", d: int = 3, model: Any = None,
                     backend: Backend = "loky", n_jobs: int | None = None,
-                    scheduler: str | None = None, progress: bool = True) -> SparseRecoveryResult:
+                    scheduler: str | None = None, progress: bool = True,
+                    strict: bool = False) -> SparseRecoveryResult:
     """Sparse recovery under one regime over many sampling seeds (Tables 3-4).
 
     Parameters
@@ -208,6 +286,9 @@ def sparse_recovery(S: ScoreMatrix, regime: str = "nlogn", *, C: float | None = 
     backend, n_jobs, scheduler, progress
         See :func:`evalcert.parallel.parallel_map`; ``scheduler="tcp://host:8786"``
         runs the seeds on that Dask cluster (with ``backend="dask"``).
+    strict : bool, default False
+        Raise the first typed solver error of a sparse fit instead of
+        recording it in ``failures`` (the dense reference fit always raises).
 
     Examples
     --------
@@ -223,7 +304,8 @@ def sparse_recovery(S: ScoreMatrix, regime: str = "nlogn", *, C: float | None = 
     seeds = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     params = {k: v for k, v in (("C", C), ("alpha", alpha), ("beta", beta)) if v is not None}
     protocol = _protocol(S, model, partition, holdout_fraction, holdout_seed, holdout_scheme, d)
-    return _sweep(protocol, [(regime, params)], seeds, backend, n_jobs, scheduler, progress)[0]
+    return _sweep(protocol, [(regime, params)], seeds, backend, n_jobs, scheduler, progress,
+                  strict)[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -251,15 +333,21 @@ class CoverageSweepResult(ResultMixin):
                  p.mean("coverage"), p.mean("rmse"), _stats(p.runs, "rmse")[1])
                 for p in self.points]
         head = f"Coverage sweep (dense RMSE {self.points[0].dense.rmse:.4f})\n"
-        return head + format_table(rows, ["regime", "params", "coverage", "RMSE", "sd"])
+        failed = [f for p in self.points for f in p.failures]
+        tail = "" if not failed else "\n" + _failure_line(
+            failed, sum(len(p.seeds) for p in self.points))
+        return head + format_table(rows, ["regime", "params", "coverage", "RMSE", "sd"]) + tail
 
 
 def coverage_sweep(S: ScoreMatrix, configs: Sequence[tuple[str, Mapping[str, float]]], *,
                    seeds: int | Sequence[int] = 10, partition: np.ndarray | None = None,
                    holdout_fraction: float = 0.2, holdout_seed: int = 0, d: int = 3,
                    model: Any = None, backend: Backend = "loky", n_jobs: int | None = None,
-                   scheduler: str | None = None, progress: bool = True) -> CoverageSweepResult:
+                   scheduler: str | None = None, progress: bool = True,
+                   strict: bool = False) -> CoverageSweepResult:
     """Run :func:`sparse_recovery` for each ``(regime, params)`` on one shared holdout (Fig. 2).
+
+    Failed fits are recorded per point (``points[k].failures``) unless ``strict``.
 
     Examples
     --------
@@ -277,7 +365,7 @@ def coverage_sweep(S: ScoreMatrix, configs: Sequence[tuple[str, Mapping[str, flo
     seeds = tuple(range(seeds)) if isinstance(seeds, int) else tuple(int(s) for s in seeds)
     protocol = _protocol(S, model, partition, holdout_fraction, holdout_seed, "entrywise", d)
     return CoverageSweepResult(tuple(_sweep(protocol, [(r, dict(p)) for r, p in configs], seeds,
-                                            backend, n_jobs, scheduler, progress)))
+                                            backend, n_jobs, scheduler, progress, strict)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 from evalcert.logic.alarms import (AlarmResult, MinMaxCurve, alarm, alarm_threshold,
                                    attaining_keys, best_correct, key_value, minmax_curve)
+from evalcert.logic.bounds import LabelBounds, label_bounds
 from evalcert.logic.evaluations import (EvaluationCounts, count_evaluations,
                                         evaluation_counts, iter_evaluations, m1_axiom_terms)
 from evalcert.logic.exams import GradeSets, grade_sets, grades_at_key
@@ -22,7 +23,7 @@ from evalcert.logic.summaries import (Decisions, LabelCounts, ReadReport, as_lab
 
 __all__ = [
     "AlarmResult", "MinMaxCurve", "alarm", "alarm_threshold", "attaining_keys",
-    "best_correct", "key_value", "minmax_curve",
+    "best_correct", "key_value", "minmax_curve", "LabelBounds", "label_bounds",
     "EvaluationCounts", "count_evaluations", "evaluation_counts", "iter_evaluations",
     "m1_axiom_terms", "GradeSets", "grade_sets", "grades_at_key",
     "IlpResult", "M1Model", "best_min_accuracy_ilp", "consistent_ilp",

@@ -10,14 +10,14 @@ from __future__ import annotations
 import csv as _csv
 import dataclasses
 import json
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from evalcert.errors import InputError
-from evalcert.logic.alarms import AlarmResult, alarm, best_correct, minmax_curve
+from evalcert.logic.alarms import AlarmResult, alarm, minmax_curve
+from evalcert.logic.bounds import METHOD_NAMES, LabelBounds, check_bounds_size, label_bounds
 from evalcert.logic.readers import load_audit_input
 from evalcert.logic.summaries import Decisions, LabelCounts
 from evalcert.results import ResultMixin, to_jsonable
@@ -48,30 +48,32 @@ def panel_statement(result: AlarmResult) -> str:
 
 
 def grader_label_bounds(data: LabelCounts | Decisions, result: AlarmResult,
-                        max_keys: int = 10) -> list[dict[str, Any]]:
-    """Per (grader, label), the best accuracy the M=1 axioms allow at each listed attaining
-    key (closed form ``min(q_l, R_{l,i}) / q_l``): upper bounds, exact.
+                        max_keys: int = 10, *, solver: str = "highs", free: bool = True,
+                        verbose: bool = False) -> LabelBounds:
+    """Per (grader, label), the exact smallest and largest accuracy at each listed attaining
+    key of ``result`` (at most ``max_keys``), under the axioms of the alarm's own M (1, 2 or
+    the full joint), over the evaluations with every grader at least ``result.T`` on every
+    label, and (``free``) over all evaluations at the key: see :mod:`evalcert.logic.bounds`.
 
     Examples
     --------
     >>> from evalcert.datasets.mtbench import paper_summaries
     >>> counts = paper_summaries()
-    >>> rows = grader_label_bounds(counts, alarm(counts, "1/2"))
-    >>> len(rows), rows[0]  # 2 graders x 3 labels at the one attaining key
-    (6, {'grader': 'authors', 'label': 'a', 'key': '6/15/4', 'items': 6, 'best_correct': 5,
-         'best_accuracy': '5/6'})
+    >>> bounds = grader_label_bounds(counts, alarm(counts, "1/2"))
+    >>> rows = bounds.rows()  # 2 graders x 3 labels at the one attaining key (6, 15, 4)
+    >>> len(rows), bounds.method, rows[0]["key"], rows[0]["max_correct"], rows[0]["max_accuracy"]
+    (6, 'M=1', '6/15/4', 5, '5/6')
+    >>> rows[1]["grader"], rows[1]["label"], rows[1]["min_accuracy"], rows[1]["max_accuracy"]
+    ('authors', 'b', '2/3', '2/3')
     """
-    counts = data.label_counts() if isinstance(data, Decisions) else data
-    rows = []
-    for key in result.attaining_keys[:max_keys]:
-        best = best_correct(counts, key)
-        for i, g in enumerate(counts.graders):
-            for l, lab in enumerate(counts.labels):
-                if key[l] > 0:
-                    rows.append({"grader": g, "label": lab, "key": "/".join(map(str, key)),
-                                 "items": int(key[l]), "best_correct": int(best[i, l]),
-                                 "best_accuracy": str(Fraction(int(best[i, l]), int(key[l])))})
-    return rows
+    return label_bounds(data, result.attaining_keys[:max_keys], result.T, m=result.m,
+                        free=free, solver=solver, verbose=verbose)
+
+
+#: CSV columns of ``--csv`` (then the ``free_*`` range without the level)
+CSV_COLUMNS = ("grader", "label", "key", "items", "method", "min_correct", "max_correct",
+               "min_accuracy", "max_accuracy", "free_min_correct", "free_max_correct",
+               "free_min_accuracy", "free_max_accuracy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,6 +98,9 @@ class AuditReport(ResultMixin):
     spec : dict or None
         Per-label thresholds / overall grade checked under M=1 (an ILP): feasible, and a
         key where the spec holds.
+    bounds : LabelBounds or None
+        Per-(grader, label) accuracy ranges at the attaining keys under the chosen M
+        (``--csv`` / ``--bounds``).
 
     Examples
     --------
@@ -119,11 +124,14 @@ class AuditReport(ResultMixin):
     agreement: Any = None
     bootstrap: dict[str, Any] | None = None
     spec: dict[str, Any] | None = None
+    bounds: LabelBounds | None = None
 
-    def summary(self, panel: bool = False) -> str:
+    def summary(self, panel: bool = False, bounds: bool = False) -> str:
         text = self.result.summary()
         if panel:
             text += "\n" + panel_statement(self.result)
+        if bounds and self.bounds is not None:
+            text += "\n" + self.bounds.summary()
         for est in self.estimates:
             text += "\nestimate: " + est.summary()
         if self.agreement is not None:
@@ -144,13 +152,14 @@ class AuditReport(ResultMixin):
     def to_dict(self, full_curve: bool = False) -> dict[str, Any]:
         res = {f.name: getattr(self.result, f.name) for f in dataclasses.fields(self.result)
                if f.name != "curve"}
-        res["method"] = {1: "M=1", 2: "M=2", "full": "full joint"}[self.result.m] + \
-            f" ({self.result.method})"
+        res["method"] = METHOD_NAMES[self.result.m]
+        res["computed_by"] = self.result.method     # closed form, or the ILP and its solver
         out = {**to_jsonable(res), "read": to_jsonable(self.read),
                "curve": self.curve_summary,
                "estimates": [to_jsonable(e) for e in self.estimates],
                "agreement": to_jsonable(self.agreement), "bootstrap": self.bootstrap,
-               "spec": to_jsonable(self.spec)}
+               "spec": to_jsonable(self.spec),
+               "bounds": self.bounds.to_dict() if self.bounds is not None else None}
         if full_curve and self.result.curve is not None:
             c = self.result.curve
             out["curve"] = {**(self.curve_summary or {}), "keys": c.keys.tolist(),
@@ -174,7 +183,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
               upper: Sequence[int] | str | None = None, sequence: int = 1,
               label_thresholds: str | dict[str, Any] | None = None, grade: Any = None,
               squares: str | Path | None = None, squares_key: Sequence[int] | str | None = None,
-              verbose: bool = False) -> AuditReport:
+              with_bounds: bool = False, max_keys: int = 10, verbose: bool = False
+              ) -> AuditReport:
     """Read ``path`` and run the alarm of order ``m`` (``1``, ``2`` or ``"full"``).
 
     Output paths are the caller's to check (the CLI does it before calling); ``plot`` and
@@ -184,7 +194,9 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     windows of that many consecutive items (App. E); ``label_thresholds``
     (``"a=0.6,b=0.5"``) and ``grade`` (overall accuracy) are checked as one M=1 spec.
     ``squares`` writes Figs. 5-6 for the first two graders at ``squares_key`` (default: the
-    first attaining key).
+    first attaining key). ``csv`` (or ``with_bounds=True``, without a file) computes the
+    per-(grader, label) accuracy ranges of :func:`grader_label_bounds` under the chosen M at
+    the first ``max_keys`` attaining keys; the CSV has the columns ``CSV_COLUMNS``.
 
     Examples
     --------
@@ -229,12 +241,19 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     if (estimators or with_agreement or n_boot) and not isinstance(data, Decisions):
         raise InputError("estimates, agreement and the bootstrap need the decisions (a judge "
                          "log), not label counts")
+    want_bounds = with_bounds or csv is not None
     if isinstance(data, Decisions) and not data.complete:
-        needs = [flag for flag, on in (("--csv", csv), ("--plot", plot), ("--squares", squares))
+        needs = [flag for flag, on in (("--csv", csv), ("--bounds", with_bounds or None),
+                                       ("--plot", plot), ("--squares", squares))
                  if on is not None]
         if needs:
-            raise InputError(f"{', '.join(needs)} draw or write M=1 quantities, which need "
-                             "every grader on every item; drop them or use --on-missing drop")
+            raise InputError(f"{', '.join(needs)} need{'s' if len(needs) == 1 else ''} "
+                             "every grader on every item (M=1 curves and squares, "
+                             "accuracies at a fixed key); drop them or use --on-missing drop")
+    if not 1 <= max_keys <= 1000:
+        raise InputError(f"--max-keys {max_keys}: give 1 to 1000 keys")
+    if want_bounds:
+        check_bounds_size(max_keys, len(data.graders), len(data.labels))
     key_sq = _ints(squares_key, "key")
     if key_sq is not None:
         n_items = len(data.items) if isinstance(data, Decisions) else data.n_items
@@ -254,6 +273,7 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
 
         result = alarm_full(data, threshold, solver=solver, verbose=verbose, **bounds)
     curve_summary = None
+    extras: dict[str, Any] = {}
     if plot is not None:
         from evalcert.plots.alarms import plot_minmax_curve
 
@@ -267,18 +287,19 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         curve_summary = {"n_keys": int(len(v)), "max": str(curve.value(k_max)),
                          "min": str(curve.value(k_min)),
                          "argmin": curve.keys[k_min].tolist()}
-    if csv is not None:
-        rows = grader_label_bounds(data, result)
-        with open(csv, "w", newline="") as fh:
-            writer = _csv.DictWriter(fh, fieldnames=["grader", "label", "key", "items",
-                                                     "best_correct", "best_accuracy"])
-            writer.writeheader()
-            writer.writerows(rows)
-        notes += (f"per-(grader, label) M=1 upper bounds at {min(len(result.attaining_keys), 10)}"
-                  f" attaining keys written to {csv}",)
+    if want_bounds:
+        extras["bounds"] = lab = grader_label_bounds(data, result, max_keys, solver=solver,
+                                                     verbose=verbose)
+        if csv is not None:
+            with open(csv, "w", newline="") as fh:
+                writer = _csv.DictWriter(fh, fieldnames=list(CSV_COLUMNS))
+                writer.writeheader()
+                writer.writerows(lab.rows())
+            notes += (f"per-(grader, label) accuracy ranges under {lab.method} (every grader "
+                      f">= T = {result.T}, and at any level) at {len(lab.keys)} attaining "
+                      f"key(s) written to {csv}",)
     if curve is not None and result.curve is None:
         result = dataclasses.replace(result, curve=curve)
-    extras: dict[str, Any] = {}
     if estimators or with_agreement or n_boot:
         from evalcert.logic import estimates as est
 

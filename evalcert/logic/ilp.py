@@ -24,6 +24,7 @@ import time
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pulp
 
 from evalcert.errors import BackendUnavailableError, InputError, SolverError
@@ -32,14 +33,16 @@ from evalcert.logic.qcomplex import qcomplex_bounds
 from evalcert.logic.summaries import LabelCounts, as_label_counts, as_threshold
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["SOLVERS", "IlpResult", "M1Model", "run_solver", "solve_model", "best_min_accuracy_ilp",
-           "consistent_ilp"]
+__all__ = ["SOLVERS", "IlpResult", "M1Model", "HighsModel", "run_solver", "solve_model",
+           "best_min_accuracy_ilp", "consistent_ilp"]
 
 SOLVERS = {
     "highs": lambda: pulp.HiGHS(msg=False, gapRel=0.0),
     "cbc": lambda: pulp.PULP_CBC_CMD(msg=False, gapRel=0.0),
 }
 _PULP_NAMES = {"highs": "HiGHS", "cbc": "PULP_CBC_CMD"}
+#: wall-clock limit (seconds) of one HighsModel solve; reaching it raises SolverError
+TIME_LIMIT = 600.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,3 +307,134 @@ def consistent_ilp(summaries: Any, *, threshold: Any = None,
         if grade is not None:
             model.add_grade_spec(i, as_threshold(grade))
     return solve_model(model, solver)
+
+
+class HighsModel:
+    """A PuLP problem copied once into highspy, then re-solved with changed column bounds,
+    extra rows and changed coefficients (PuLP rebuilds the model on every solve, ~8 ms plus
+    the build; here an LP re-solve costs ~1 ms). Columns ``0 .. len(prob.variables()) - 1``
+    are the PuLP variables in that order; :meth:`add_column` and :meth:`add_row` extend it.
+
+    :meth:`solve` returns ``"Optimal"`` or ``"Infeasible"``; a time limit (``time_limit``
+    seconds per solve) or any other status raises :class:`SolverError` naming it, so an
+    unproven answer is never taken for one.
+
+    Examples
+    --------
+    >>> prob = pulp.LpProblem("demo", pulp.LpMaximize)
+    >>> x = prob.add_variable("x", 0, 3, cat="Integer")
+    >>> prob += 2 * x <= 5, "cap"
+    >>> model = HighsModel(prob)
+    >>> model.solve(), model.values()[0]
+    ('Optimal', 0.0)
+    >>> model.set_objective({0: 1.0}, maximize=True)
+    >>> model.solve(), model.values()[0], model.solve(relax=True), model.values()[0]
+    ('Optimal', 2.0, 'Optimal', 2.5)
+    >>> model.set_bounds(0, 3, 3)
+    >>> model.solve(relax=True)
+    'Infeasible'
+    """
+
+    def __init__(self, prob: pulp.LpProblem, time_limit: float = TIME_LIMIT):
+        import highspy
+
+        self._hs = highspy
+        self.h = h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("mip_rel_gap", 0.0)
+        h.setOptionValue("time_limit", float(time_limit))
+        self.time_limit = float(time_limit)
+        self.variables = prob.variables()
+        self.index = {v.name: k for k, v in enumerate(self.variables)}
+        self.integer: list[int] = []
+        for var in self.variables:
+            self.add_column(var.lowBound, var.upBound, var.cat == "Integer")
+        for con in prob.constraints():
+            coefs = {self.index[v.name]: float(c) for v, c in con.items()}
+            rhs = -float(con.constant)
+            self.add_row(rhs if con.sense >= 0 else None, rhs if con.sense <= 0 else None,
+                         coefs)
+        self.n_lp = self.n_mip = 0
+        self._relaxed = False
+
+    def add_column(self, lower: float | None, upper: float | None, integer: bool) -> int:
+        """Append a column (``None``: unbounded on that side); return its index."""
+        inf = self._hs.kHighsInf
+        self.h.addVar(-inf if lower is None else float(lower), inf if upper is None
+                      else float(upper))
+        col = self.h.getNumCol() - 1
+        if integer:
+            if not getattr(self, "_relaxed", False):
+                self.h.changeColIntegrality(col, self._hs.HighsVarType.kInteger)
+            self.integer.append(col)
+        return col
+
+    def add_row(self, lower: float | None, upper: float | None,
+                coefs: Mapping[int, float]) -> int:
+        """Append ``lower <= sum coefs[col] * x[col] <= upper``; return the row index."""
+        inf = self._hs.kHighsInf
+        cols = np.fromiter(coefs.keys(), dtype=np.int32, count=len(coefs))
+        vals = np.fromiter(coefs.values(), dtype=np.float64, count=len(coefs))
+        self.h.addRow(-inf if lower is None else float(lower),
+                      inf if upper is None else float(upper), len(cols), cols, vals)
+        return self.h.getNumRow() - 1
+
+    def set_coeff(self, row: int, col: int, value: float) -> None:
+        self.h.changeCoeff(row, col, float(value))
+
+    def set_bounds(self, col: int, lower: float, upper: float) -> None:
+        self.h.changeColBounds(col, float(lower), float(upper))
+
+    def set_objective(self, coefs: Mapping[int, float], maximize: bool = False) -> None:
+        """Objective ``sum coefs[col] * x[col]`` (every other cost 0)."""
+        n = self.h.getNumCol()
+        cost = np.zeros(n)
+        for col, val in coefs.items():
+            cost[col] = val
+        self.h.changeColsCost(n, np.arange(n, dtype=np.int32), cost)
+        sense = self._hs.ObjSense
+        self.h.changeObjectiveSense(sense.kMaximize if maximize else sense.kMinimize)
+
+    def solve(self, relax: bool = False) -> str:
+        """Solve (the LP relaxation if ``relax``); ``"Optimal"`` or ``"Infeasible"``."""
+        hs, h = self._hs, self.h
+        if self.integer and relax != self._relaxed:  # keep the LP basis between LP solves
+            kind = hs.HighsVarType.kContinuous if relax else hs.HighsVarType.kInteger
+            cols = np.array(self.integer, dtype=np.int32)
+            h.changeColsIntegrality(len(cols), cols, np.full(len(cols), kind))
+            h.setOptionValue("presolve", "off" if relax else "choose")
+            self._relaxed = relax
+        if relax or not self.integer:
+            self.n_lp += 1
+        else:
+            self.n_mip += 1
+        h.setOptionValue("time_limit", h.getRunTime() + self.time_limit)  # HiGHS's clock adds up
+        h.run()
+        status = h.getModelStatus()
+        if status == hs.HighsModelStatus.kUnboundedOrInfeasible:  # presolve's shortcut
+            h.setOptionValue("presolve", "off")
+            h.run()
+            h.setOptionValue("presolve", "choose")
+            status = h.getModelStatus()
+        if status == hs.HighsModelStatus.kOptimal:
+            return "Optimal"
+        if status == hs.HighsModelStatus.kInfeasible:
+            return "Infeasible"
+        what = "LP" if relax else "MILP"
+        if status == hs.HighsModelStatus.kTimeLimit:
+            raise SolverError(f"highs stopped at its time limit ({self.time_limit:g} s) before "
+                              f"proving an answer to one {what}; no threshold is returned",
+                              solver="highs", status="time_limit")
+        raise SolverError(f"highs returned status {h.modelStatusToString(status)!r} on one "
+                          f"{what}", solver="highs", status=h.modelStatusToString(status))
+
+    def values(self) -> list[float]:
+        """Column values of the last solve."""
+        return list(self.h.getSolution().col_value)
+
+    def write_back(self) -> None:
+        """Copy the last solution into the PuLP variables (``varValue``), so that
+        :func:`evalcert.logic.search.check_integer_solution` re-checks it exactly."""
+        vals = self.values()
+        for k, var in enumerate(self.variables):
+            var.varValue = vals[k]

@@ -40,7 +40,7 @@ from evalcert.errors import CertificateError, InputError
 from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
 from evalcert.logic.ilp import run_solver
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
-from evalcert.logic.search import check_integer_solution, max_ratio
+from evalcert.logic.search import KeySearch, check_integer_solution, linear_value, max_ratio
 from evalcert.logic.summaries import Decisions, as_threshold
 
 __all__ = ["JointModel", "joint_patterns", "exact_alarm", "alarm_full", "full_alarm_threshold"]
@@ -117,9 +117,7 @@ class JointModel:
 def _int(expr: Any, values: dict[str, int]) -> int:
     if isinstance(expr, (int, np.integer)):
         return int(expr)
-    if isinstance(expr, pulp.LpVariable):
-        return values[expr.name]
-    return int(sum(Fraction(c) * values[v.name] for v, c in expr.items()) + Fraction(expr.constant))
+    return int(linear_value(expr, values))
 
 
 @dataclasses.dataclass
@@ -320,8 +318,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 verbose: bool = False,
                 describe: Callable[[tuple[int, ...], Any], dict[str, Any]] | None = None,
                 start: tuple[Fraction, tuple[int, ...], Any] | None = None,
-                improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None
-                ) -> AlarmResult:
+                improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
+                search: str = "keys", max_keys: int = 2000) -> AlarmResult:
     """Alarm from a model builder: exact ``T`` by :func:`max_ratio`, attaining keys and
     binding (grader, label) pairs by fixed-key ILPs, every feasible point re-checked.
 
@@ -359,16 +357,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
         status, _ = run_solver(spec.prob, solver)
         return None if status == "Infeasible" else _evaluate(spec, what)
 
-    def feasible(f: Fraction) -> Fraction | None:
-        spec = build(None)
-        spec.prob += pulp.lpSum([])
-        _add_level(spec, f)
-        out = solve(spec, f"{method} at level {f}")
-        if verbose:
-            print(f"  level {f}: {'feasible' if out else 'infeasible'} "
-                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-        if out is None:
-            return None
+    def accept(out: tuple, f: Fraction) -> Fraction:
+        """Store an exactly re-checked point reaching ``f``; return its (improved) value."""
         if out[3] < f:
             raise CertificateError(f"{method}: the solver's point reaches only {out[3]} < {f}")
         found[out[3]] = (out[0], out[4])
@@ -379,27 +369,63 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 return better[0]
         return out[3]
 
+    def feasible(f: Fraction) -> Fraction | None:
+        spec = build(None)
+        spec.prob += pulp.lpSum([])
+        _add_level(spec, f)
+        out = solve(spec, f"{method} at level {f}")
+        if verbose:
+            print(f"  level {f}: {'feasible' if out else 'infeasible'} "
+                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+        return None if out is None else accept(out, f)
+
     n = len(decisions.items)
-    _, bound = lp_levels(build, upper, n, solver)
     attained = Fraction(0)
     if start is not None:
         attained = start[0]
         found[attained] = (start[1], start[2])
-    t_val, _ = max_ratio(feasible, upper, n, infeasible_above=bound, attained=attained)
+    by_keys, finder = None, None
+    if search == "keys" and solver == "highs":
+        kspec = build(None)
+        finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
+        by_keys = finder.run(attained, upper, lambda values, f: accept(
+            _evaluate(kspec, f"{method} at level {f}"), f))
+        n_solves += finder.model.n_mip
+        if verbose:
+            print(f"  key search: T = {by_keys[0]}, {by_keys[1]} keys decided "
+                  f"({finder.model.n_lp} LPs, {finder.model.n_mip} MILPs, "
+                  f"{time.perf_counter() - t0:.1f} s)", file=sys.stderr)
+    if by_keys is not None:
+        t_val = by_keys[0]
+    else:
+        finder = None
+        _, bound = lp_levels(build, upper, n, solver)
+        t_val, _ = max_ratio(feasible, upper, n, infeasible_above=bound, attained=attained)
     if t_val not in found:  # T = 0 without a feasible call yet: get a witness
         feasible(t_val)
+
+    def at_key(key: tuple[int, ...], what: str, cell: tuple[int, int] | None = None):
+        """Fixed-key MILP at level T (maximising the slack of ``cell``), or None."""
+        nonlocal n_solves
+        if finder is None:
+            spec = build(key)
+            _add_level(spec, t_val)
+            spec.prob += pulp.lpSum([]) if cell is None else (
+                t_val.denominator * spec.correct[cell[0]][cell[1]]
+                - t_val.numerator * spec.den[cell[0]][cell[1]])
+            return solve(spec, what)
+        n_solves += 1
+        obj = [] if cell is None else [(kspec.correct[cell[0]][cell[1]], t_val.denominator),
+                                       (kspec.den[cell[0]][cell[1]], -t_val.numerator)]
+        return _evaluate(kspec, what) if finder.solve_at(key, t_val, obj) else None
+
     keys: list[tuple[int, ...]] = []
     n_att: int | None
     n_cand, cand = candidates(t_val) if candidates is not None else (None, ())
     if t_val == 0 and n_cand is not None:  # every key attains 0
         n_att, keys = n_cand, list(cand)
     elif n_cand is not None and n_cand <= max_checks:
-        for key in cand:
-            spec = build(key)
-            spec.prob += pulp.lpSum([])
-            _add_level(spec, t_val)
-            if solve(spec, f"{method} at key {key}") is not None:
-                keys.append(tuple(key))
+        keys = [tuple(key) for key in cand if at_key(tuple(key), f"{method} at key {key}")]
         n_att = len(keys)
     else:
         keys, n_att = [found[t_val][0]], None
@@ -407,11 +433,7 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     for key in (keys[:max_binding_keys] if t_val > 0 else []):
         for i, g in enumerate(decisions.graders):
             for t, lab in enumerate(decisions.labels):
-                spec = build(key)
-                _add_level(spec, t_val)
-                slack = t_val.denominator * spec.correct[i][t] - t_val.numerator * spec.den[i][t]
-                spec.prob += slack
-                out = solve(spec, f"{method} binding {g}/{lab} at {key}")
+                out = at_key(key, f"{method} binding {g}/{lab} at {key}", (i, t))
                 if out is not None and out[1][i, t] * t_val.denominator == \
                         t_val.numerator * out[2][i, t] and out[2][i, t] > 0:
                     binding[(g, lab)] = None

@@ -14,6 +14,20 @@ infeasible answer the next test is the fraction nearest the middle of ``(lo, hi)
 stops when no fraction with denominator ``<= Q`` is left strictly inside ``(lo, hi)``.
 No ``O(Q^2)`` list of ratios is built.
 
+:class:`KeySearch` is the fast path (issue 11, item 3). Near ``T`` the whole-Q-complex
+MILPs are slow to prove infeasible (the LP relaxation is feasible a fraction of an item above
+``T``, and branch and bound must exhaust the rounding of ``f * Q_t``), but the LP relaxation
+at a level just above the best known point allows only a few answer keys (tens at Q = 1000,
+R = 3, N = 5). So: copy the model once into HiGHS (:class:`evalcert.logic.ilp.HighsModel`),
+list every integer key the LP relaxation allows at the next level (one LP minimum and
+maximum per key coordinate and slice, rounded outwards), and decide each key by a fixed-key
+MILP (fast: the key fixes every denominator). A feasible key raises the level (its point is
+re-checked exactly by the caller) and is tried again at the next one; an infeasible key is
+infeasible at every higher level too. When every key is decided, ``T`` is the best point
+found. Nothing is dropped on a float: the LP rows are relaxed by half a unit (their
+integer left-hand sides make that exact), bounds are rounded outwards, and a solver stop
+without an answer raises.
+
 Feasible answers are re-checked exactly (every constraint in integer arithmetic);
 infeasible answers are the solver's (HiGHS/CBC with a zero gap), cross-checked against
 brute force in the tests.
@@ -23,13 +37,15 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Callable
+from typing import Any, Callable
 
 import pulp
 
 from evalcert.errors import CertificateError
+from evalcert.logic.ilp import HighsModel
 
-__all__ = ["simplest_between", "max_ratio", "check_integer_solution"]
+__all__ = ["simplest_between", "max_ratio", "check_integer_solution", "linear_value",
+           "KeySearch"]
 
 
 def simplest_between(lo: Fraction, hi: Fraction) -> Fraction:
@@ -111,6 +127,27 @@ def max_ratio(feasible: Callable[[Fraction], Fraction | None], upper: Fraction,
             lo, climb = got, True
 
 
+def _exact(coef: Any) -> int | Fraction:
+    """A PuLP coefficient exactly: an int when it is a whole number (fast), else a Fraction."""
+    if isinstance(coef, int):
+        return coef
+    c = float(coef)
+    return int(c) if c.is_integer() else Fraction(c)
+
+
+def linear_value(expr: Any, values: dict[str, int]) -> int | Fraction:
+    """Exact value of a PuLP expression (or constraint's left-hand side) at integer
+    ``values``; integer arithmetic when every coefficient is whole.
+
+    >>> x = pulp.LpProblem("demo").add_variable("x")
+    >>> linear_value(3 * x + 0.5, {"x": 2})
+    Fraction(13, 2)
+    """
+    if isinstance(expr, pulp.LpVariable):
+        return values[expr.name]
+    return sum(_exact(c) * values[v.name] for v, c in expr.items()) + _exact(expr.constant)
+
+
 def check_integer_solution(prob: pulp.LpProblem, what: str) -> dict[str, int]:
     """Round every variable of a solved ILP to an integer and re-check every constraint
     exactly; return ``{name: value}``. Raise :class:`CertificateError` if the solver's
@@ -139,10 +176,240 @@ def check_integer_solution(prob: pulp.LpProblem, what: str) -> dict[str, int]:
         values[var.name] = val
     for con in prob.constraints():
         name = con.name
-        lhs = sum(Fraction(coef) * values[v.name] for v, coef in con.items()) + \
-            Fraction(con.constant)
+        lhs = linear_value(con, values)
         ok = lhs == 0 if con.sense == 0 else (lhs * con.sense >= 0)
         if not ok:
             raise CertificateError(f"{what}: the solver's integer point violates constraint "
                                    f"{name} by {lhs} (exact check)")
     return values
+
+
+class KeySearch:
+    """Exact ``max min_{i,t} correct[i][t] / den[i][t]`` over a model's integer points by
+    enumerating the answer keys its LP relaxation allows (see the module docstring).
+
+    Parameters
+    ----------
+    prob : pulp.LpProblem
+        The consistent set (no level rows, no objective needed); copied once into HiGHS.
+    q : list of PuLP expressions or variables
+        The answer key's label counts (summing to ``n_items``).
+    correct, den : lists (per grader) of lists (per label) of PuLP expressions
+        ``correct[i][t] / den[i][t]`` is grader ``i``'s accuracy on label ``t``; a cell with
+        ``den = 0`` makes no demand. Level rows ``b M_d >= a D_d``, ``correct >= M_d`` with
+        integer ``D_d = den``, ``M_d`` (one pair per distinct denominator) state "at least
+        ``a / b``" exactly, as in the whole-Q-complex search.
+    n_items : int
+        ``Q``; every denominator is at most ``Q``.
+    max_keys : int
+        Most keys decided one by one; while the LP relaxation allows more, :meth:`run`
+        bisects the levels with whole-Q-complex MILPs instead.
+
+    Examples
+    --------
+    Two graders on MT-Bench Table I, through the M=2 model (M=2 is the joint for two):
+
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> from evalcert.logic.pairs import M2Model
+    >>> model = M2Model(table1_decisions())
+    >>> diag = [[model.e[i][t][t] for t in range(3)] for i in range(2)]
+    >>> search = KeySearch(model.prob, model.q, diag, [model.q] * 2, 25)
+    >>> def record(values, level):
+    ...     return min(Fraction(round(values[f"E_{i}_{t}_{t}"]), round(values[f"Q_{t}"]))
+    ...                for i in range(2) for t in range(3) if round(values[f"Q_{t}"]))
+    >>> search.run(Fraction(1, 2), Fraction(1), record)  # (T, keys the LP allowed above 1/2)
+    (Fraction(5, 8), 22)
+    """
+
+    def __init__(self, prob: pulp.LpProblem, q: list, correct: list[list], den: list[list],
+                 n_items: int, max_keys: int = 2000):
+        self.model = m = HighsModel(prob)
+        self.n, self.max_keys = int(n_items), int(max_keys)
+        self._cols: dict[int, int] = {}
+        self._alive: list[Any] = []  # the expressions keyed by id() stay alive
+        self.key = [self.column(e) for e in q]
+        self.levels: list[tuple[int, int, int]] = []  # (row, M column, D column)
+        self.best: int | None = None  # column of the best level at a fixed key
+        self.best_rows: list[tuple[int, int]] = []  # (row, key coordinate)
+        by_den: dict[int, int] = {}
+        for i, row in enumerate(correct):
+            for t, corr in enumerate(row):
+                d_col = self.column(den[i][t])
+                if d_col not in by_den:
+                    mm = m.add_column(0, self.n, True)
+                    self.levels.append((m.add_row(-0.5, None, {mm: 1.0, d_col: 0.0}), mm, d_col))
+                    by_den[d_col] = mm
+                m.add_row(-1e-6, None, {self.column(corr): 1.0, by_den[d_col]: -1.0})
+                if d_col in self.key:  # at a fixed key: correct >= q_t * best (objective)
+                    if self.best is None:
+                        self.best = m.add_column(0, 1, False)
+                    self.best_rows.append((m.add_row(-1e-6, None, {self.column(corr): 1.0,
+                                                                    self.best: 0.0}),
+                                           self.key.index(d_col)))
+        lp = m.h.getLp()
+        self.bounds = [(lp.col_lower_[c], lp.col_upper_[c]) for c in self.key]
+
+    def column(self, expr: Any) -> int:
+        """The HiGHS column of a PuLP variable, or of a new integer column ``= expr``."""
+        if isinstance(expr, pulp.LpVariable):
+            return self.model.index[expr.name]
+        if id(expr) not in self._cols:
+            col = self.model.add_column(0, self.n, True)
+            coefs = {col: 1.0}
+            for var, coef in expr.items():
+                coefs[self.model.index[var.name]] = coefs.get(self.model.index[var.name], 0.0) \
+                    - float(coef)
+            const = float(expr.constant) if isinstance(expr, pulp.LpAffineExpression) else 0.0
+            self.model.add_row(const, const, coefs)
+            self._cols[id(expr)] = col
+            self._alive.append(expr)
+        return self._cols[id(expr)]
+
+    def set_level(self, level: Fraction) -> None:
+        """Level rows ``b * M >= a * D`` for ``level = a / b``."""
+        for row, mm, d_col in self.levels:
+            self.model.set_coeff(row, mm, level.denominator)
+            self.model.set_coeff(row, d_col, -level.numerator)
+
+    def _extreme(self, col: int, maximize: bool) -> float | None:
+        self.model.set_objective({col: 1.0}, maximize=maximize)
+        if self.model.solve(relax=True) == "Infeasible":
+            return None
+        return self.model.values()[col]
+
+    def _range(self, j: int) -> range:
+        """Integer values of key coordinate ``j`` the LP allows (earlier ones fixed): its LP
+        minimum and maximum, rounded outwards, within the coordinate's bounds."""
+        low = self._extreme(self.key[j], False)
+        if low is None:
+            return range(0)
+        high = self._extreme(self.key[j], True)
+        lo, hi = self.bounds[j]
+        return range(max(math.ceil(low - 1e-6), math.ceil(lo)),
+                     min(math.floor(high + 1e-6), math.floor(hi)) + 1)
+
+    def region(self) -> list[tuple[int, ...]] | None:
+        """Every integer key the LP relaxation allows at the current level, or ``None`` when
+        there are (probably) more than ``max_keys``: estimated first along the middle slices
+        (the region is convex, so a slice through the middle is at least half the widest),
+        then listed slice by slice."""
+        keys: list[tuple[int, ...]] = []
+        r = len(self.key)
+
+        def walk(j: int, fixed: tuple[int, ...], middle: bool) -> int:
+            values = self._range(j)
+            if j == r - 2 or not values:
+                if not middle:
+                    keys.extend(fixed + (v, self.n - sum(fixed) - v) for v in values)
+                return len(values)
+            col, (lo, hi) = self.key[j], self.bounds[j]
+            total = 0
+            for v in values[len(values) // 2:len(values) // 2 + 1] if middle else values:
+                self.model.set_bounds(col, v, v)
+                total += walk(j + 1, fixed + (v,), middle)
+                self.model.set_bounds(col, lo, hi)
+                if len(keys) > 4 * self.max_keys:
+                    break
+            return total * len(values) if middle else total
+
+        too_many = walk(0, (), True) > self.max_keys or (walk(0, (), False) and
+                                                         len(keys) > 4 * self.max_keys)
+        self.model.set_objective({})
+        return None if too_many else keys
+
+    def _fix(self, key: tuple[int, ...] | None, level: Fraction) -> None:
+        """Fix the key (``None``: free it). A denominator that is a key count is then a
+        constant ``q``, and ``M >= ceil(level * q)`` becomes a bound the LP sees."""
+        for col, (lo, hi), v in zip(self.key, self.bounds, key or self.bounds):
+            self.model.set_bounds(col, *((lo, hi) if key is None else (v, v)))
+        for _, mm, d_col in self.levels:
+            low = 0
+            if key is not None and d_col in self.key:
+                q = key[self.key.index(d_col)]
+                low = -(-level.numerator * q // level.denominator)
+            self.model.set_bounds(mm, low, self.n)
+        for row, j in self.best_rows:
+            self.model.set_coeff(row, self.best, 0 if key is None else -key[j])
+
+    def solve_at(self, key: tuple[int, ...], level: Fraction,
+                 objective: list[tuple[Any, int]] | None = None) -> bool:
+        """MILP at a fixed key and level (maximising ``sum coef * expr`` over
+        ``objective = [(expr, coef), ...]``); on success the point is in the PuLP variables."""
+        self.set_level(level)
+        self._fix(key, level)
+        cost: dict[int, float] = {}
+        for expr, coef in objective or []:
+            cost[self.column(expr)] = cost.get(self.column(expr), 0.0) + float(coef)
+        self.model.set_objective(cost, maximize=True)
+        feasible = self.model.solve() == "Optimal"
+        if feasible:
+            self.model.write_back()
+        self.model.set_objective({})
+        self._fix(None, level)
+        return feasible
+
+    def run(self, best: Fraction, upper: Fraction,
+            record: Callable[[dict[str, float], Fraction], Fraction]) -> tuple[Fraction, int]:
+        """Raise the attained level ``best`` to ``T`` (at most ``upper``); ``record(values,
+        level)`` re-checks a feasible point exactly and returns its value (``>= level``).
+
+        While the LP relaxation allows more than ``max_keys`` keys, one whole-Q-complex MILP
+        at a level halfway to the lowest level known infeasible either raises ``best`` or
+        lowers that level (bisection). Returns ``(T, keys decided one by one)``."""
+        hi, decided = upper, set()
+        while True:
+            level = farey_successor(best, self.n) if best < 1 else best
+            if best >= upper or level > hi or (level == hi and hi != upper):
+                return best, len(decided)
+            self.set_level(level)
+            keys = self.region()
+            if keys is None:  # too many keys: bisect the levels with one whole-QC MILP
+                mid = ((best + hi) / 2).limit_denominator(self.n)
+                mid = mid if best < mid < hi else simplest_between(best, hi)
+                self.set_level(mid)
+                self._fix(None, mid)
+                if self.model.solve() == "Optimal":
+                    self.model.write_back()
+                    best = record({v.name: v.varValue for v in self.model.variables}, mid)
+                else:
+                    hi = mid
+                continue
+            listed = level
+            for key in self._by_promise(keys, level, decided):
+                self._fix(key, level)
+                if self.best is not None:  # the best point at this key, in one MILP
+                    self.model.set_objective({self.best: 1.0}, maximize=True)
+                while ((level == listed or self.model.solve(relax=True) == "Optimal") and
+                       self.model.solve() == "Optimal"):
+                    listed = None  # the level rises: check the LP again first
+                    self.model.write_back()
+                    best = record({v.name: v.varValue for v in self.model.variables}, level)
+                    level = farey_successor(best, self.n) if best < 1 else best
+                    if best >= upper or level > hi:
+                        break
+                    self.set_level(level)
+                    self._fix(key, level)
+                decided.add(key)
+                self.model.set_objective({})
+            self._fix(None, level)
+            return best, len(decided)
+
+    def _by_promise(self, keys: list[tuple[int, ...]], level: Fraction,
+                    decided: set) -> list[tuple[int, ...]]:
+        """The keys whose LP relaxation is feasible at ``level``, highest LP optimum of the
+        best level at the key first (so the level rises early and the later keys' LPs turn
+        infeasible); the others are decided."""
+        if self.best is None:
+            return [k for k in keys if k not in decided]
+        promise = []
+        self.model.set_objective({self.best: 1.0}, maximize=True)
+        for key in keys:
+            if key in decided:
+                continue
+            self._fix(key, level)
+            if self.model.solve(relax=True) == "Optimal":
+                promise.append((-self.model.values()[self.best], key))
+            else:
+                decided.add(key)
+        self.model.set_objective({})
+        return [key for _, key in sorted(promise)]

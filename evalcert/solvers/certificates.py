@@ -267,23 +267,69 @@ _EPS = float(np.finfo(float).eps)
 DEFAULT_RADIUS_FACTOR = 4.0
 
 
+#: Nonzeros of ``P`` or ``A`` handled at once where their absolute values are
+#: needed: the certificate's temporaries stay O(this), not O(nnz).
+_CHUNK = 1 << 20
+
+
+def _compressed(M: sp.spmatrix) -> sp.spmatrix:
+    return M if M.format in ("csr", "csc") else M.tocsc()
+
+
+def _abs_product(M: sp.spmatrix, v: np.ndarray) -> np.ndarray:
+    """``|M| @ v`` by slices of about ``_CHUNK`` nonzeros (no copy of ``M``)."""
+    M = _compressed(M)
+    n_out, n_in = M.shape
+    major = M.indptr
+    out = np.zeros(n_out)
+    cuts = np.unique(np.r_[np.searchsorted(major, np.arange(0, M.nnz, _CHUNK), side="right") - 1,
+                           len(major) - 1])
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        lo, hi = major[a], major[b]
+        ptr = major[a:b + 1] - lo
+        data = np.abs(M.data[lo:hi])
+        if M.format == "csc":       # columns a..b: their share of every row
+            out += sp.csc_matrix((data, M.indices[lo:hi], ptr), shape=(n_out, b - a)) @ v[a:b]
+        else:                       # rows a..b
+            out[a:b] = sp.csr_matrix((data, M.indices[lo:hi], ptr), shape=(b - a, n_in)) @ v
+    return out
+
+
 class _Curved:
     """``P`` on its curved coordinates (nonzero rows), with approximate solves by
     Jacobi-preconditioned conjugate gradients. Any approximation is safe: the
-    bound holds for every ``w`` (see :func:`_lower_bound`); a better one is tighter."""
+    bound holds for every ``w`` (see :func:`_lower_bound`); a better one is tighter.
+
+    Products with ``P_RR`` embed the vector in the full space and multiply by
+    ``P`` itself (its other rows and columns are zero): no copy of ``P``."""
 
     def __init__(self, P: sp.spmatrix, null: np.ndarray):
+        self.P = _compressed(P)
         self.idx = np.flatnonzero(~null)
-        self.P = P.tocsr()[self.idx][:, self.idx].tocsr()
-        diag = self.P.diagonal()
+        diag = self.P.diagonal()[self.idx]
         self.M = sp.diags(np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0))
+        self.op = spla.LinearOperator((len(self.idx), len(self.idx)), matvec=self.matvec,
+                                      dtype=float)
+
+    def _embed(self, v: np.ndarray) -> np.ndarray:
+        full = np.zeros(self.P.shape[1])
+        full[self.idx] = np.ravel(v)
+        return full
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``P_RR v``."""
+        return (self.P @ self._embed(v))[self.idx]
+
+    def abs_matvec(self, v: np.ndarray) -> np.ndarray:
+        """``|P_RR| v``."""
+        return _abs_product(self.P, self._embed(v))[self.idx]
 
     def solve(self, v: np.ndarray) -> np.ndarray:
         """Approximately ``P_RR^{-1} v_R`` (length of the curved coordinates)."""
         rhs = v[self.idx]
         if not np.any(rhs):
             return np.zeros_like(rhs)
-        w, _ = spla.cg(self.P, rhs, rtol=1e-12, atol=0.0, maxiter=CG_ITERATIONS, M=self.M)
+        w, _ = spla.cg(self.op, rhs, rtol=1e-12, atol=0.0, maxiter=CG_ITERATIONS, M=self.M)
         return w if np.all(np.isfinite(w)) else np.zeros_like(rhs)
 
 
@@ -339,11 +385,20 @@ def _repaired_multipliers(qp: QP, y: np.ndarray, Px: np.ndarray, null: np.ndarra
 
 def _curvature_floor(P: sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
     """Gershgorin floors ``g`` with ``P >= diag(g)`` (minus a rounding allowance)
-    and the mask of zero columns."""
-    P = P.tocsr()
-    diag = P.diagonal()
-    absrow = np.asarray(abs(P).sum(axis=1)).ravel()
-    g = 2.0 * diag - absrow - 8.0 * _EPS * absrow * (1 + np.diff(P.indptr))
+    and the mask of zero columns.
+
+    Row sums of ``|P|`` and stored entries per row from ``P``'s own arrays
+    (``|P| 1`` by slices; a bincount of the row indices of CSC): no copy of ``P``."""
+    P = _compressed(P)
+    n = P.shape[0]
+    absrow = _abs_product(P, np.ones(P.shape[1]))
+    if P.format == "csc":           # stored entries per row: bincounts of slices of indices
+        per_row = np.zeros(n, dtype=np.int64)
+        for lo in range(0, P.nnz, _CHUNK):
+            per_row += np.bincount(P.indices[lo:lo + _CHUNK], minlength=n)
+    else:
+        per_row = np.diff(P.indptr)
+    g = 2.0 * P.diagonal() - absrow - 8.0 * _EPS * absrow * (1 + per_row)
     return g, absrow == 0
 
 
@@ -365,15 +420,17 @@ def _coordinate_minimum(e: np.ndarray, g: np.ndarray, x: np.ndarray,
 
 
 def _lower_bound(qp: QP, x: np.ndarray, y: np.ndarray, Px: np.ndarray, Ax: np.ndarray,
-                 primal: float, refine: bool) -> tuple[float, float, bool]:
+                 primal: float, floor: tuple[np.ndarray, np.ndarray],
+                 refine: bool) -> tuple[float, float, bool]:
     """A lower bound on the optimum from the repaired multipliers (module
     docstring), the radius it used, and whether that radius was assumed.
-    ``refine`` adds the solves with ``P`` (conjugate gradients): tighter, dearer."""
-    g, null = _curvature_floor(qp.P)
+    ``floor`` is :func:`_curvature_floor` of ``qp.P``; ``refine`` adds the
+    solves with ``P`` (conjugate gradients): tighter, dearer."""
+    g, null = floor
     curved = _Curved(qp.P, null) if refine else None
     y = _repaired_multipliers(qp, y, Px, null, curved)
     e = Px + qp.q + qp.A.T @ y
-    scale = np.abs(Px) + np.abs(qp.q) + abs(qp.A.T) @ np.abs(y)
+    scale = np.abs(Px) + np.abs(qp.q) + _abs_product(qp.A.T, np.abs(y))
     # The radius: the problem's own when stated; otherwise one is assumed, and
     # only where P has no curvature floor (elsewhere the quadratic term bounds
     # the minimum without it).
@@ -399,11 +456,11 @@ def _lower_bound(qp: QP, x: np.ndarray, y: np.ndarray, Px: np.ndarray, Ax: np.nd
     solved = -np.inf
     if curved is not None:
         w = curved.solve(e)
-        Pw = curved.P @ w
+        Pw = curved.matvec(w)
         t = 1.0 - 1e-3
         solved = -float(w @ Pw) / (2 * t) + _coordinate_minimum(e[R] - Pw, (1 - t) * g[R],
                                                                 x[R], radii[R])
-        slack += 16 * _EPS * float(np.abs(w) @ (abs(curved.P) @ np.abs(w)))
+        slack += 16 * _EPS * float(np.abs(w) @ curved.abs_matvec(np.abs(w)))
     flat = np.flatnonzero(null)
     minimum = max(gershgorin, solved) + _coordinate_minimum(e[flat], g[flat], x[flat],
                                                            radii[flat])
@@ -471,10 +528,11 @@ def qp_certificate(qp: QP, x: np.ndarray, y: np.ndarray,
     scale_dual = max(_inf_norm(Px), _inf_norm(qp.q), _inf_norm(Aty))
     # The cheap bound first; the solves with P only when it is not already
     # far inside the tolerance.
-    lower, radius, assumed = _lower_bound(qp, x, y, Px, Ax, primal, refine=False)
+    floor = _curvature_floor(qp.P)
+    lower, radius, assumed = _lower_bound(qp, x, y, Px, Ax, primal, floor, refine=False)
     allowance = tolerance.abs_tol + tolerance.rel_tol * max(1.0, abs(primal))
     if primal - lower > 1e-2 * allowance:
-        refined = _lower_bound(qp, x, y, Px, Ax, primal, refine=True)
+        refined = _lower_bound(qp, x, y, Px, Ax, primal, floor, refine=True)
         if refined[0] > lower:
             lower, radius, assumed = refined
     subopt = max(0.0, primal - lower)

@@ -491,10 +491,10 @@ class ClippedLinear:
                             complete=partial(centre_free_aux, design, self.box, bounds=bounds),
                             cache=self._structure[2])
             raw = solve(x0=cold if x0 is None else x0, y0=y0)
-            if raw.status == "cycling" and x0 is not None:
-                # The active-set method can cycle from a warm start far from the
-                # new optimum (seen on ~1% of bootstrap refits); the cold start
-                # of a first fit is the documented second try.
+            if not raw.ok and raw.status != "time_limit" and x0 is not None:
+                # A warm start far from the new optimum (a bootstrap refit) can
+                # exhaust the iteration budget; the cold start of a first fit is
+                # the second try (cycling itself is resolved inside native).
                 raw = solve(x0=cold, y0=None)
         elif self.solver == "osqp-direct":
             from evalcert.solvers.backends import osqp_direct

@@ -91,3 +91,87 @@ def test_table5_baselines_on_pubmed():
     assert rmse["uv"] == pytest.approx(0.1437, abs=1e-3)
     assert min(rmse, key=rmse.get) in {"clipped", "isotonic", "probit", "logit"}
     assert "Baselines at 33.4% coverage" in res.summary()
+
+
+def _fail_second_fit(monkeypatch):
+    """Make the second sparse fit raise a typed solver error (as a cycling native fit did)."""
+    from evalcert.diagnostics import experiments
+    from evalcert.errors import SolverError
+
+    real, calls = experiments._Protocol.score, []
+
+    def flaky(self, model, train):
+        calls.append(1)
+        if len(calls) == 2:
+            raise SolverError("solver 'native' did not solve the clipped-linear fit: status "
+                              "'cycling'", solver="native", status="cycling")
+        return real(self, model, train)
+
+    monkeypatch.setattr(experiments._Protocol, "score", flaky)
+
+
+def test_one_failed_fit_is_recorded_not_fatal(monkeypatch, capsys):
+    # Regression: one failed fit (seed 357 of a 500-seed run) used to lose the whole run.
+    S = additive_scores(12, 40)
+    kw = dict(C=1.0, model=RaschLeastSquares("identity"), n_jobs=1, progress=False)
+    clean = sparse_recovery(S, "nlogn", seeds=[0, 2], **kw)
+    _fail_second_fit(monkeypatch)
+    res = sparse_recovery(S, "nlogn", seeds=3, **kw)
+    assert res.n_failed == 1 and len(res.runs) == 2 and res.seeds == (0, 1, 2)
+    (failed,) = res.failures
+    assert (failed.seed, failed.regime, failed.params, failed.error) == \
+        (1, "nlogn", {"C": 1.0}, "SolverError")
+    assert "cycling" in failed.message
+    assert res.runs == clean.runs                     # the other seeds are untouched
+    assert res.mean("rmse") == clean.mean("rmse")
+    assert "1 of 3 fits failed: seed 1 (nlogn, C=1): SolverError" in res.summary()
+    assert "1 of 3 fits failed: seed 1" in capsys.readouterr().err
+    as_json = res.to_dict()
+    assert as_json["n_failed"] == 1 and as_json["failures"][0]["seed"] == 1
+
+
+def test_strict_keeps_fail_fast(monkeypatch):
+    from evalcert.errors import SolverError
+
+    _fail_second_fit(monkeypatch)
+    with pytest.raises(SolverError, match="cycling"):
+        sparse_recovery(additive_scores(12, 40), "nlogn", C=1.0, seeds=3, strict=True,
+                        model=RaschLeastSquares("identity"), n_jobs=1, progress=False)
+
+
+def test_coverage_sweep_counts_failures_per_point(monkeypatch, capsys):
+    _fail_second_fit(monkeypatch)
+    sweep = coverage_sweep(additive_scores(12, 40), [("nlogn", {"C": 0.8}), ("nlogn", {"C": 1.2})],
+                           seeds=2, model=RaschLeastSquares("identity"), n_jobs=1, progress=False)
+    assert [p.n_failed for p in sweep.points] == [1, 0]
+    assert "1 of 4 fits failed: seed 1 (nlogn, C=0.8)" in sweep.summary()
+    assert "1 of 4 fits failed" in capsys.readouterr().err
+
+
+def test_cli_strict_flag(monkeypatch, tmp_path, capsys):
+    from evalcert.cli import main
+
+    S = additive_scores(12, 40)
+    path = tmp_path / "s.csv"
+    S.to_frame().to_csv(path, index_label="agent")
+    _fail_second_fit(monkeypatch)
+    argv = ["experiment", "sparse-recovery", "--scores", str(path), "--C", "1", "--seeds", "3",
+            "--n-jobs", "1", "--no-progress", "--json", str(tmp_path / "out.json")]
+    assert main(argv) == 0
+    out = capsys.readouterr()
+    assert "1 of 3 fits failed" in out.out and "1 of 3 fits failed" in out.err
+    import json
+    assert json.loads((tmp_path / "out.json").read_text())["n_failed"] == 1
+    _fail_second_fit(monkeypatch)
+    assert main(argv[:-2] + ["--strict"]) != 0
+
+
+def test_seed_357_of_the_demo_fits():
+    # Regression: on the shipped demo matrix, nlogn C=1.6 seed 357 ended the native fit
+    # in "cycling" (a degenerate KKT point; see tests/solvers/test_native_cycling.py)
+    # and so lost the whole experiment; strict=True makes any failure raise here.
+    from evalcert.datasets.demo import demo_scores
+
+    res = sparse_recovery(demo_scores(), "nlogn", C=1.6, seeds=[357], n_jobs=1, progress=False,
+                          strict=True)
+    assert res.n_failed == 0 and res.runs[0].rmse < 0.15

@@ -76,10 +76,13 @@ def test_audit_cli_json_has_read_block_method_and_small_curve(tmp_path, capsys):
     assert "1 cells had surrounding whitespace removed" in cap.err
     assert "at least 5/8 (62.5%) correct on every label, and with nothing higher" in cap.out
     data = json.loads(out.read_text())
-    assert data["T"] == "5/8" and data["m"] == "full" and data["method"].startswith("full joint")
+    assert data["T"] == "5/8" and data["m"] == "full" and data["method"] == "full joint"
+    assert "highs" in data["computed_by"]           # the ILP and its solver
     assert data["read"]["items_used"] == 25 and data["read"]["whitespace_fixed"] == 1
     assert data["curve"]["n_keys"] == 351 and "values" not in data["curve"]
-    assert csv.read_text().startswith("grader,label,key,items,best_correct,best_accuracy")
+    assert csv.read_text().startswith("grader,label,key,items,method,min_correct,max_correct,"
+                                      "min_accuracy,max_accuracy,free_min_correct")
+    assert ",full joint," in csv.read_text() and data["bounds"]["method"] == "full joint"
     assert main(["audit", str(path), "--json", str(out), "--force", "--plot", str(png),
                  "--full-curve"]) == 0
     assert len(json.loads(out.read_text())["curve"]["values"]) == 351
@@ -155,4 +158,6 @@ def test_m1_outputs_with_skipped_items_are_refused_before_any_solve(tmp_path, ca
                      str(tmp_path / name)]) == 2
         err = capsys.readouterr().err
         assert flag in err and "integer programs" not in err
+    assert main(["audit", str(path), "--m", "full", "--on-missing", "keep", "--bounds"]) == 2
+    assert "--bounds needs every grader on every item" in capsys.readouterr().err
     assert main(["audit", str(path), "--m", "full", "--on-missing", "keep"]) == 0

@@ -234,3 +234,84 @@ def test_dense_solver_refuses_a_problem_above_its_limit(monkeypatch):
     monkeypatch.setattr(qpsolvers_, "DENSE_LIMIT", 3)
     raw = qpsolvers_.solve(KNOWN, "daqp")
     assert not raw.ok and raw.x is None and "too large for a dense solver" in raw.status
+
+
+# --- no copies of P or A in the certificate (issue 13 item 2, session 4) ------------------------
+from evalcert.solvers import certificates as certs  # noqa: E402
+
+
+def _random_sparse(rng, shape, density=0.3):
+    M = sp.random(*shape, density=density, random_state=rng, format="csc")
+    M.data -= 0.5
+    return M
+
+
+@pytest.mark.parametrize("fmt", ["csc", "csr", "coo"])
+def test_abs_product_by_slices_equals_the_dense_product(monkeypatch, fmt):
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(certs, "_CHUNK", 3)              # many slices, some inside one column
+    for shape in [(7, 5), (1, 9), (9, 1), (6, 6)]:
+        M = _random_sparse(rng, shape).asformat(fmt)
+        v = rng.normal(size=shape[1])
+        np.testing.assert_allclose(certs._abs_product(M, v), np.abs(M.toarray()) @ v,
+                                   rtol=1e-14, atol=1e-15)
+    assert not certs._abs_product(sp.csc_matrix((4, 3)), np.ones(3)).any()
+
+
+@pytest.mark.parametrize("fmt", ["csc", "csr"])
+def test_curvature_floor_and_curved_products_equal_their_dense_definitions(monkeypatch, fmt):
+    rng = np.random.default_rng(1)
+    monkeypatch.setattr(certs, "_CHUNK", 4)
+    B = _random_sparse(rng, (8, 8), 0.4)
+    P = (B @ B.T + sp.diags(rng.uniform(0, 1, 8))).tolil()
+    P[5, :] = 0.0
+    P[:, 5] = 0.0                                        # a coordinate without curvature
+    P = P.asformat(fmt)
+    dense = P.toarray()
+    g, null = certs._curvature_floor(P)
+    absrow = np.abs(dense).sum(axis=1)
+    stored = np.diff(P.tocsr().indptr)
+    np.testing.assert_allclose(g, 2 * np.diag(dense) - absrow
+                               - 8 * certs._EPS * absrow * (1 + stored), rtol=1e-13, atol=1e-15)
+    assert null.tolist() == [k == 5 for k in range(8)]
+    curved = certs._Curved(P, null)
+    R = np.flatnonzero(~null)
+    v = rng.normal(size=len(R))
+    np.testing.assert_allclose(curved.matvec(v), dense[np.ix_(R, R)] @ v, rtol=1e-13)
+    np.testing.assert_allclose(curved.abs_matvec(np.abs(v)),
+                               np.abs(dense[np.ix_(R, R)]) @ np.abs(v), rtol=1e-13)
+    w = curved.solve(np.r_[v[:5], 0.0, v[5:]])
+    np.testing.assert_allclose(dense[np.ix_(R, R)] @ w, v, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("box", ["all", "observed", "none"])
+def test_certificate_values_do_not_depend_on_slicing_or_storage(monkeypatch, seed, box):
+    # The same certificate (to rounding) whether P and A are read in one slice
+    # or many, as CSC or CSR; a tight tolerance also runs the refined bound
+    # (conjugate gradients through the copy-free products with P).
+    from evalcert.solvers.clipped_linear_qp import Design, build_qp
+
+    rng = np.random.default_rng(seed)
+    K, J = 6, 9
+    mask = rng.random((K, J)) < 0.6
+    mask[np.arange(K), rng.integers(0, J, K)] = True
+    mask[rng.integers(0, K, J), np.arange(J)] = True
+    design = Design.from_mask(mask)
+    scores = np.clip(rng.normal(0.3, 0.6, design.n_cells), -1, 1)
+    qp = build_qp(design, scores, rng.uniform(0.5, 2, design.n_cells), 1e-6 * seed, box)
+    raw = native.solve(qp)
+    x = raw.x + rng.normal(0, 1e-9, qp.n)                # not exactly optimal: nonzero bound
+    results = []
+    for chunk, fmt in ((1 << 20, "csc"), (5, "csc"), (7, "csr")):
+        monkeypatch.setattr(certs, "_CHUNK", chunk)
+        q = dataclasses.replace(qp, P=qp.P.asformat(fmt), A=qp.A.asformat(fmt))
+        for tol in (Tolerance(), Tolerance(1e-15, 1e-15)):
+            results.append(qp_certificate(q, x, raw.y, tol))
+    fields = ("primal_residual", "dual_residual", "complementary_slackness", "primal_objective",
+              "dual_objective", "lower_bound", "suboptimality_bound")
+    for k, c in enumerate(results[2:]):
+        ref = results[k % 2]
+        for f in fields:
+            assert getattr(c, f) == pytest.approx(getattr(ref, f), rel=1e-9, abs=1e-12), f
+        assert c.passed == ref.passed and c.radius_assumed == ref.radius_assumed

@@ -11,10 +11,18 @@ answer exact to rounding. When the QP names a diagonal block of ``P``
 (``QP.eliminable``: the item difficulties of Eq. 7) the KKT systems are
 reduced by Schur complements to about K x K, so 10^5 items cost little more
 than 10^3. The KKT systems are regularised (quasi-definite,
-``delta = 1e-9`` relative) and refined iteratively, which copes with
-variables that no active row pins (an unused auxiliary) and with redundant
-active rows. It stops with :class:`~evalcert.errors.SolverError` if the
-active set cycles or the budget runs out, never with a guess.
+1e-9 of the scale of ``P`` on the variables and of ``A P^-1 A'`` on the rows)
+and refined iteratively to rounding, which copes with variables that no
+active row pins (an unused auxiliary) and with redundant active rows. The
+iteration stops at the first exact KKT point; if the active set truly
+cycles (degenerate points, where the semismooth Newton method has no
+convergence guarantee) the solve is finished by the primal active-set
+method with Bland's rule (:mod:`~evalcert.solvers.backends.native_primal`),
+and ``RawSolution.path`` says so. A solve that cannot finish (budget, time,
+a KKT system not solvable to rounding) returns ``ok=False`` with the
+status, which :class:`~evalcert.solvers.ClippedLinear` raises as
+:class:`~evalcert.errors.SolverError`: never a guess. The PCG path lives in
+:mod:`~evalcert.solvers.backends.native_pcg`.
 """
 
 from __future__ import annotations
@@ -30,6 +38,8 @@ import scipy.sparse.linalg as spla
 
 from evalcert.errors import InputError
 from evalcert.solvers.backends.base import RawSolution, SolveSettings, solver_options
+from evalcert.solvers.backends.native_pcg import _pcg_kkt_solve, _TimeUp, _Unsupported
+from evalcert.solvers.backends.native_primal import primal_active_set, violation
 from evalcert.solvers.certificates import QP
 
 __all__ = ["solve"]
@@ -45,13 +55,14 @@ class _SchurBase:
     KKT system leaves ``S_FF = P_FF + delta I - P_FE d^-1 P_EF`` on ``x_F``
     (for the clipped-linear fit: a K x K matrix, however many items there
     are). It is computed once per solve and shared by every active set.
+    ``delta_d`` is the regularisation of the rows (see :func:`_regularisation`).
     """
 
-    def __init__(self, qp: QP, delta: float):
+    def __init__(self, qp: QP, delta: float, delta_d: float):
         E = np.asarray(qp.eliminable)
         F = np.setdiff1d(np.arange(qp.n), E)
         P = qp.P.tocsc()
-        self.n, self.E, self.F, self.delta = qp.n, E, F, delta
+        self.n, self.E, self.F, self.delta, self.delta_d = qp.n, E, F, delta, delta_d
         self.d = P.diagonal()[E] + delta
         P_F = P[F]
         self.P_FE = P_F[:, E].tocsr()
@@ -77,7 +88,7 @@ class _ReducedFactor:
         A_F = A_act[:, base.F]
         A_E = A_act[:, base.E].tocsr()
         cross = (A_F.T - base.P_FE_scaled @ A_E.T).tocsr()
-        corner = (-base.delta * sp.identity(m) - A_E.multiply(1.0 / base.d) @ A_E.T).tocsr()
+        corner = (-base.delta_d * sp.identity(m) - A_E.multiply(1.0 / base.d) @ A_E.T).tocsr()
         self.B = sp.vstack([base.P_FE, A_E]).tocsr()  # [P_FE; A_E]
         per_row = np.diff(A_E.indptr)
         single = np.flatnonzero(per_row == 1)
@@ -111,14 +122,38 @@ class _ReducedFactor:
         return out
 
 
-def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
-               y_act: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray]:
-    """Solve ``[P A'; A 0][x; y] = [-q; b]`` on the active rows.
+def _regularisation(qp: QP) -> tuple[float, float]:
+    """``(delta, delta_d)``: 1e-9 of the scale of ``P`` on the variables and
+    1e-9 of the scale of ``A P^-1 A'`` on the rows.
 
-    The regularised matrix (``+delta`` on ``P``, ``-delta`` on the rows) is
-    factorised once, by Schur complements when ``qp.eliminable`` names a
-    diagonal block of ``P`` and by a sparse LU otherwise, and the exact system
-    is then solved by iterative refinement. ``cache`` maps an active set to its
+    A single ``delta`` relative to ``P`` on both blocks made the row block of
+    a QP with large weights (``P ~ 1e6``, so ``A P^-1 A' ~ 1e-6``) mostly
+    regularisation: iterative refinement then crept (contraction ~0.9999)
+    and stopped short, leaving active rows off their bounds by 0.2.
+
+    Examples
+    --------
+    >>> qp = QP(P=sp.diags([2e6, 4e6], format="csc"), q=np.zeros(2),
+    ...         A=sp.csc_matrix(np.array([[1.0, -1.0]])), l=np.zeros(1), u=np.ones(1))
+    >>> _regularisation(qp)
+    (0.004, 2.5e-16)
+    """
+    p = float(np.abs(qp.P.diagonal()).max()) if qp.n else 0.0
+    p = p if p > 0 else 1.0
+    a = float(np.abs(qp.A.data).max()) if qp.A.nnz else 1.0
+    return 1e-9 * p, 1e-9 * a * a / p
+
+
+def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
+               y_act: np.ndarray, cache: dict) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Solve ``[P A'; A 0][x; y] = [-q; b]`` on the active rows: ``(x, y, converged)``.
+
+    The regularised matrix (``+delta`` on ``P``, ``-delta_d`` on the rows,
+    :func:`_regularisation`) is factorised once, by Schur complements when
+    ``qp.eliminable`` names a diagonal block of ``P`` and by a sparse LU
+    otherwise, and the exact system is then solved by iterative refinement
+    until both blocks of the residual are at rounding level of their own
+    scale (``converged``). ``cache`` maps an active set to its
     factorisation (plus the shared Schur base); it is valid only while ``P``
     and ``A`` stay the same (refits change ``q`` and the bounds only).
     """
@@ -128,15 +163,15 @@ def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
     else:
         A_act = qp.A[active].tocsr()
         n, m = qp.n, A_act.shape[0]
-        delta = 1e-9 * max(1.0, float(np.abs(qp.P.diagonal()).max()) if n else 1.0)
+        delta, delta_d = _regularisation(qp)
         if qp.eliminable is not None:
             base = cache.get("schur")
-            if base is None or base.delta != delta:
-                base = cache["schur"] = _SchurBase(qp, delta)
+            if base is None or (base.delta, base.delta_d) != (delta, delta_d):
+                base = cache["schur"] = _SchurBase(qp, delta, delta_d)
             factor = _ReducedFactor(base, A_act)
         else:
             K_reg = sp.bmat([[qp.P + delta * sp.identity(n), A_act.T],
-                             [A_act, -delta * sp.identity(m)]], format="csc")
+                             [A_act, -delta_d * sp.identity(m)]], format="csc")
             factor = spla.splu(K_reg, permc_spec="COLAMD")
         stale = [k for k in cache if isinstance(k, bytes)]
         if len(stale) >= 8:  # refits revisit few active sets; bound the memory
@@ -146,155 +181,27 @@ def _kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
     n = qp.n
     rhs = np.r_[-qp.q, rhs_bounds]
     z = np.r_[x, y_act]
-    norm = max(1.0, float(np.abs(rhs).max()))
+    if "abs_P" not in cache:
+        cache["abs_P"] = abs(qp.P)
+    bound_scale = max(1.0, float(np.abs(rhs_bounds).max(initial=0.0)))
+    abs_A = abs(A_act)
+    converged = False
     for _ in range(30):  # iterative refinement on the exact (unregularised) system
         resid = rhs - np.r_[qp.P @ z[:n] + A_act.T @ z[n:], A_act @ z[:n]]
-        if float(np.abs(resid).max()) <= 1e-13 * norm:
+        # converged: each block's residual at rounding level of the sizes of its
+        # terms (a blockwise Oettli-Prager backward error; the rows' floor is
+        # the scale of the bounds, as a solution at 0 has terms of size 0)
+        az = np.abs(z)
+        size_x = np.abs(rhs[:n]) + cache["abs_P"] @ az[:n] + abs_A.T @ az[n:]
+        size_y = np.abs(rhs[n:]) + abs_A @ az[:n]
+        converged = float(np.abs(resid[:n]).max(initial=0.0)) <= \
+            1e-13 * float(size_x.max(initial=0.0)) and \
+            float(np.abs(resid[n:]).max(initial=0.0)) <= \
+            1e-13 * max(float(size_y.max(initial=0.0)), 1e-3 * bound_scale)
+        if converged:
             break
         z = z + factor.solve(resid)
-    return z[:n], z[n:]
-
-
-class _TimeUp(Exception):
-    """The time limit expired inside a KKT solve."""
-
-
-class _Unsupported(Exception):
-    """The active set has a structure the PCG path does not handle."""
-
-
-def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
-                   cache: dict, deadline: float, progress, rtol: float = 1e-12
-                   ) -> tuple[np.ndarray, np.ndarray]:
-    """The equality-constrained QP of an active set by projected PCG, O(nnz(P)) per step.
-
-    Active rows of the form ``x_k - x_h = beta`` (two entries +-1), where the
-    hub ``x_h`` has no Hessian entry (the all-cells box rows ``theta_i - c``,
-    ``b_j - c``), tie ``x_k`` to ``x_h``: they are substituted,
-    ``x = Z z + offset``. The few remaining active rows (the gauge
-    ``sum_j b_j = 0``) stay as constraints ``C z = d``, and conjugate
-    gradients run on ``min 1/2 z'Z'PZ z + (Z'(P offset + q))'z`` in the null
-    space of ``C``, preconditioned by the diagonal of ``Z'PZ`` (the
-    constraint preconditioner of Gould, Hribar & Nocedal, SIAM J. Sci.
-    Comput. 23, 2001). Multipliers: ``y_C`` by least squares on the final
-    gradient, and for each tie row from the stationarity of its ``x_k``.
-    Stops when the projected gradient is below ``rtol`` of the problem's
-    scale or stops falling (what rounding allows).
-    """
-    n = qp.n
-    if "A_csr" not in cache:
-        # P is symmetric: its CSR view (P.T of a CSC matrix, no copy) has the
-        # faster product; rows of A are sliced in CSR.
-        P = qp.P.tocsc()
-        cache.update(A_csr=qp.A.tocsr(), P_rows=P.T, P_diag=P.diagonal())
-        cache["hub"] = cache["P_diag"] == 0
-    P, hub = cache["P_rows"], cache["hub"]
-    A_act = cache["A_csr"][active]
-    m = A_act.shape[0]
-    per_row = np.diff(A_act.indptr)
-    two = np.flatnonzero(per_row == 2)
-    c0, c1 = A_act.indices[A_act.indptr[two]], A_act.indices[A_act.indptr[two] + 1]
-    v0, v1 = A_act.data[A_act.indptr[two]], A_act.data[A_act.indptr[two] + 1]
-    tie = (np.abs(v0) == 1) & (v0 == -v1) & (hub[c0] != hub[c1])
-    t_rows = two[tie]
-    k = np.where(hub[c0[tie]], c1[tie], c0[tie])
-    h = np.where(hub[c0[tie]], c0[tie], c1[tie])
-    a_k = np.where(hub[c0[tie]], v1[tie], v0[tie])
-    is_general = np.ones(m, dtype=bool)
-    is_general[t_rows] = False
-    general = np.flatnonzero(is_general)
-    hubs = np.flatnonzero(np.bincount(h, minlength=n))
-    if len(general) > 200 or len(hubs) > 8 or (len(k) and np.bincount(k).max() > 1):
-        raise _Unsupported
-    rep = np.arange(n)
-    off = np.zeros(n)
-    rep[k] = h
-    off[k] = rhs_bounds[t_rows] * a_k
-    fixed = hub.copy()
-    fixed[hubs] = False
-    off[fixed] = x[fixed]
-    free = (rep == np.arange(n)) & ~fixed
-    diag = np.where(free, cache["P_diag"], 0.0)
-    for g in hubs:
-        e = (rep == g).astype(float)
-        diag[g] = float(e @ (P @ e))
-    if np.any(diag[free] <= 0):
-        raise _Unsupported
-    minv = np.where(free, 1.0 / np.where(free, diag, 1.0), 0.0)
-    Z = sp.csr_matrix((np.ones(n), rep, np.arange(n + 1)), shape=(n, n))
-    C_x = A_act[general]
-    C = (C_x @ Z).tocsr()
-    C = C.multiply(free[None, :]).tocsr()
-    d = rhs_bounds[general] - C_x @ off
-
-    groups = [(g, k[h == g]) for g in hubs]
-
-    def up(v: np.ndarray) -> np.ndarray:          # Z' v on the free coordinates
-        out = v * free
-        for g, members in groups:
-            out[g] += v[members].sum()
-        return out
-
-    def expand(v: np.ndarray) -> np.ndarray:      # Z v
-        out = v.copy()
-        out[k] = v[h]
-        return out
-
-    CMC = (C.multiply(minv[None, :]) @ C.T).toarray()
-    if len(general) and np.linalg.matrix_rank(CMC) < len(general):
-        raise _Unsupported
-
-    def lsq(r: np.ndarray) -> np.ndarray:          # multipliers of C minimising ||r + C'y||_M^-1
-        return -np.linalg.solve(CMC, C @ (minv * r)) if len(general) else np.zeros(0)
-
-    z = np.where(free, x, 0.0)
-    if len(general):
-        z += minv * (C.T @ np.linalg.solve(CMC, d - C @ z))
-    q_u = up(qp.q + P @ off)
-
-    def grad(zz: np.ndarray) -> np.ndarray:
-        return up(P @ expand(zz)) + q_u
-
-    r = grad(z)
-    target = rtol * max(1.0, float(np.abs(q_u).max()), float(np.abs(r - q_u).max()))
-    y_g = lsq(r)
-    projected = r + C.T @ y_g
-    w = minv * projected
-    p = -w
-    rho = float(r @ w)
-    best, since_best = np.inf, 0
-    for it in range(1, 10 * n + 100):
-        res = float(np.abs(projected).max())
-        if progress is not None:
-            progress.update(1)
-            progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
-        if res <= target or since_best > 50:
-            break
-        if res < 0.5 * best:
-            best, since_best = res, 0
-        else:
-            since_best += 1
-        if time.perf_counter() > deadline:
-            raise _TimeUp
-        Hp = up(P @ expand(p))
-        curv = float(p @ Hp)
-        if curv <= 0:
-            break
-        alpha = rho / curv
-        z += alpha * p
-        r = grad(z) if it % 50 == 0 else r + alpha * Hp   # refresh against drift
-        y_g = lsq(r)
-        projected = r + C.T @ y_g
-        w = minv * projected
-        rho_new = float(r @ w)
-        p = -w + (rho_new / rho) * p
-        rho = rho_new
-    x_new = expand(z) + off
-    g_x = P @ x_new + qp.q + C_x.T @ y_g
-    y = np.zeros(m)
-    y[general] = y_g
-    y[t_rows] = -a_k * g_x[k]
-    return x_new, y
+    return z[:n], z[n:], converged
 
 
 def _direct_cost(qp: QP) -> float:
@@ -319,20 +226,45 @@ DIRECT_FLOPS = 5e7
 FLOPS_PER_SECOND = 1e9
 
 
+def _is_kkt_point(qp: QP, x: np.ndarray, y: np.ndarray, upper: np.ndarray, lower: np.ndarray,
+                  feas_tol: float) -> bool:
+    """Whether ``(x, y)`` from an exact KKT solve of the active set ``upper | lower``
+    is optimal: stationarity and complementarity hold by construction, so
+    what is left is primal feasibility (to ``feas_tol``) and the multipliers'
+    signs (``y >= 0`` at upper bounds, ``<= 0`` at lower ones, to rounding of
+    the gradient's scale)."""
+    if violation(qp, x) > feas_tol:
+        return False
+    grad_tol = 1e-12 * max(1.0, float(np.abs(qp.q).max(initial=0.0)),
+                           float(np.abs(y).max(initial=0.0)))
+    return not (np.any(y[upper] < -grad_tol) or np.any(y[lower] > grad_tol))
+
+
 def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
                 complete, kkt, deadline: float):
     """The primal-dual active-set iteration from ``(x, y)`` with constant ``c``.
 
     ``kkt(active, bounds, x, y_active, tight) -> (x, y_active, exact)`` solves
     one equality-constrained QP; an inexact solve that reproduces its active
-    set is repeated with ``tight=True`` before the method stops."""
+    set is repeated with ``tight=True`` before the method stops.
+
+    It stops (``"solved"``) as soon as an exact solve satisfies the KKT
+    conditions: every row within rounding of its bounds and every multiplier
+    of the sign of its bound. Testing this, and not only whether the next
+    active set repeats, matters at degenerate points: a row that sits on its
+    bound with multiplier 0 leaves the next set (the update's test is strict),
+    and when the rows left free a variable of zero curvature (an auxiliary)
+    the KKT solution depends on the start, so a set seen before is not
+    necessarily a cycle. A true cycle returns status ``"cycling"``."""
     x, y = x.copy(), y.copy()
     eq = qp.l == qp.u
     fin_u, fin_l = np.isfinite(qp.u), np.isfinite(qp.l)
+    feas_tol = 1e-12 * max(1.0, float(np.abs(qp.u[fin_u]).max(initial=0.0)),
+                           float(np.abs(qp.l[fin_l]).max(initial=0.0)))
     seen: set[bytes] = set()
     previous = b""
     status, ok, iterations = "max_iter_reached", False, 0
-    tight = False
+    tight = exact = False
     for iterations in range(1, max_iter + 1):
         Ax = qp.A @ x
         upper = ~eq & fin_u & (y + c * (Ax - qp.u) > 0)
@@ -340,7 +272,7 @@ def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
         key = np.packbits(np.r_[upper, lower]).tobytes()
         if iterations > 1 and key == previous:
             if tight:
-                status, ok = "solved", True
+                status, ok = ("solved", True) if exact else ("kkt_not_converged", False)
                 break
             tight = True        # an inexact (loose) solve settled the set: solve it exactly
         elif key in seen:
@@ -363,6 +295,9 @@ def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
         y[active] = y_act
         if complete is not None:
             x = complete(x, y)
+        if exact and _is_kkt_point(qp, x, y, upper, lower, feas_tol):
+            status, ok = "solved", True
+            break
         if time.perf_counter() > deadline:
             status = "time_limit"
             break
@@ -386,6 +321,12 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
       (:func:`_pcg_kkt_solve`), one sparse product with ``P`` per step, so
       time and memory grow with the observed cells; for active sets it
       cannot handle (many general rows) it falls back to ``direct``.
+
+    If the primal-dual iteration cycles, the primal active-set method
+    (:func:`~evalcert.solvers.backends.native_primal.primal_active_set`)
+    finishes the solve and ``path`` ends in ``", then primal active set
+    after cycling"``. Statuses: ``"solved"``, ``"time_limit"``,
+    ``"max_iter_reached"``, ``"kkt_not_converged"``, ``"infeasible"``.
 
     Parameters
     ----------
@@ -449,23 +390,33 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
                 deadline - time.perf_counter():
             raise _TimeUp     # the first factorisation alone would overrun the limit
         used.add("direct")
-        return _kkt_solve(qp, active, bounds, x, y_act, cache) + (True,)
+        return _kkt_solve(qp, active, bounds, x, y_act, cache)
 
     # The update constant c trades multipliers (scale of P) against violations
     # (scale of the bounds). c = 1 cycles on the observed-cells box; 100 times
-    # the largest diagonal entry of P solved every case seen (saturated sparse
-    # designs included). If the active set still cycles, the method restarts
-    # once with c 100 times larger, then gives up with status "cycling".
+    # the largest diagonal entry of P solved every case seen but the
+    # degenerate ones (a row on its bound with multiplier 0 next to a
+    # variable of zero curvature, bootstrap weights on the observed-cells
+    # box): there the method cycles whatever c, and the primal active-set
+    # method with Bland's rule (native_primal), which cannot, finishes the
+    # solve from the start (or the last iterate) if it is feasible.
     scale = max(1.0, float(qp.P.diagonal().max()) if qp.n else 1.0)
+    max_iter = int(opts["max_iter"])
+    fallback = ""
     try:
-        for c in (100.0 * scale, 1e4 * scale):
-            x, y, status, ok, iterations = _active_set(qp, x_start, y_start, c,
-                                                       int(opts["max_iter"]), complete, kkt,
+        x, y, status, ok, iterations = _active_set(qp, x_start, y_start, 100.0 * scale,
+                                                   max_iter, complete, kkt, deadline)
+        if status == "cycling":
+            fallback = ", then primal active set after cycling"
+            begin = x_start if violation(qp, x_start) <= violation(qp, x) else x
+            x, y, status, ok, more = primal_active_set(qp, begin, kkt, max(max_iter, 2 * qp.m + 100),
                                                        deadline)
-            if status != "cycling":
-                break
+            iterations += more
+    except _TimeUp:
+        status, ok = "time_limit", False
     finally:
         progress.close()
     elapsed = time.perf_counter() - start
     return RawSolution(x=x, y=y, status=status, ok=ok, iterations=iterations,
-                       setup_time=0.0, solve_time=elapsed, path="+".join(sorted(used)))
+                       setup_time=0.0, solve_time=elapsed,
+                       path="+".join(sorted(used)) + fallback)

@@ -343,6 +343,31 @@ class IRTEstimator:
         """
         return self._fit_block(Y_new, mask, free="rows")
 
+    def score(self, Y_new: Any, method: str = "wle", *,
+              prior: tuple[float, float] | None = None, n_quad: int = 41) -> Any:
+        """Abilities and SEs of new models on this fit's frozen items (ML, WLE, MAP or EAP).
+
+        The same as :func:`~.scoring.score_models` ``(self, Y_new, method)``; see
+        it for the estimators (Rasch, 2PL, 3PL) and the formulas. Models without
+        unidimensional binary item curves (factor, Beta-IRT, JE-IRT, graded)
+        raise :class:`~evalcert.errors.InputError`.
+
+        Returns
+        -------
+        :class:`~.scoring.ScoreResult`
+
+        Examples
+        --------
+        >>> from evalcert.solvers.irt import Rasch
+        >>> Y = (np.random.default_rng(0).random((60, 12)) < 0.5).astype(float)
+        >>> res = Rasch(method="mml").fit(Y).score(Y[:3], method="eap")
+        >>> res.method, res.abilities.shape, bool(np.all(res.standard_errors > 0))
+        ('eap', (3,), True)
+        """
+        from evalcert.solvers.irt.scoring import score_models
+
+        return score_models(self, Y_new, method, prior=prior, n_quad=n_quad)
+
     def fit_items(self, Y_new: Any, mask: np.ndarray | None = None) -> "IRTEstimator":
         """Calibrate new items against the frozen models (stage 2 of Sec. 3.7.3.2)."""
         return self._fit_block(Y_new, mask, free="cols")

@@ -230,9 +230,11 @@ def likelihood_ratio_test(restricted: Any, general: Any) -> LRTestResult:
         notes.append(f"the general model's log-likelihood is below the restricted one's by "
                      f"{a.loglik - b.loglik:.3g}: it stopped short of its maximum (or a "
                      "prior held it back); G^2 set to 0")
-    if getattr(general, "slope_prior", 0) or getattr(general, "guessing_prior", 0):
+    if any(getattr(general, k, 0) for k in ("slope_prior", "guessing_prior",
+                                             "intercept_prior")):
         notes.append(f"{b.model} was fitted with a prior on its extra parameters: its "
                      "likelihood is below the ML maximum, so the test is conservative "
-                     "(slope_prior=0 gives the exact ML test)")
+                     "(slope_prior=0, and for a 3pl guessing_prior=None and "
+                     "intercept_prior=0, gives the exact ML test)")
     return LRTestResult(restricted=a, general=b, statistic=stat, df=df,
                         p_value=float(chi2.sf(stat, df)), notes=tuple(notes))

@@ -39,7 +39,7 @@ from evalcert.errors import ConvergenceError
 from evalcert.solvers.irt.base import softplus_sigmoid
 from evalcert.solvers.irt.pooling import PooledResponses
 
-__all__ = ["rasch_joint_newton", "newton_flops", "ROUNDING"]
+__all__ = ["rasch_joint_newton", "newton_flops", "schur_newton_step", "ROUNDING"]
 
 _DIVERGED = 500.0   # |parameter| beyond this many logits: no finite optimum
 ROUNDING = 1e3     # rounding error of the objective, in units of eps * sum |terms|
@@ -57,30 +57,38 @@ def newton_flops(shape: tuple[int, int]) -> float:
     return float(small) ** 2 * large
 
 
+def _observed(pooled: PooledResponses) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows, columns and counts of the observed group pairs: the work per step is O(these)."""
+    rows, cols = np.nonzero(pooled.cells)
+    return rows, cols, pooled.cells[rows, cols]
+
+
 def _objective(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray,
                lam: float) -> tuple[float, np.ndarray]:
-    """The pooled objective and the success probability of every group pair."""
-    value, _, p = _objective_terms(pooled, theta, b, lam)
+    """The pooled objective and the success probability of every observed group pair."""
+    value, _, p = _objective_terms(pooled, _observed(pooled), theta, b, lam)
     return value, p
 
 
-def _objective_terms(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray,
+def _objective_terms(pooled: PooledResponses, cells: tuple, theta: np.ndarray, b: np.ndarray,
                      lam: float) -> tuple[float, float, np.ndarray]:
     """The objective, the sum of its terms' magnitudes (its rounding scale) and ``p``."""
-    softplus, p = softplus_sigmoid(theta[:, None] - b[None, :])
-    terms = (float(np.sum(pooled.cells * softplus)), -float(pooled.row_ones @ theta),
+    rows, cols, count = cells
+    softplus, p = softplus_sigmoid(theta[rows] - b[cols])
+    terms = (float(count @ softplus), -float(pooled.row_ones @ theta),
              float(pooled.col_ones @ b),
              0.5 * lam * float(pooled.row_size @ theta ** 2 + pooled.col_size @ b ** 2))
     return sum(terms), sum(abs(t) for t in terms), p
 
 
-def _gradient(pooled: PooledResponses, theta: np.ndarray, b: np.ndarray, p: np.ndarray,
-              lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Gradient blocks, ``cells * p`` and the largest per-model/per-item gradient."""
+def _gradient(pooled: PooledResponses, cells: tuple, theta: np.ndarray, b: np.ndarray,
+              p: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Gradient blocks, ``count * p`` per observed pair and the largest per-model/item gradient."""
+    rows, cols, count = cells
     n, m = pooled.row_size, pooled.col_size
-    cp = pooled.cells * p
-    g_theta = cp.sum(1) - pooled.row_ones + lam * n * theta
-    g_b = pooled.col_ones - cp.sum(0) + lam * m * b
+    cp = count * p
+    g_theta = np.bincount(rows, cp, n.size) - pooled.row_ones + lam * n * theta
+    g_b = pooled.col_ones - np.bincount(cols, cp, m.size) + lam * m * b
     worst = max(float(np.max(np.abs(g_theta / n))), float(np.max(np.abs(g_b / m))))
     return g_theta, g_b, cp, worst
 
@@ -116,16 +124,17 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
     (True, True)
     """
     n, m = pooled.row_size.astype(float), pooled.col_size.astype(float)
-    cells = pooled.cells
-    share_r = (pooled.row_ones + 0.5 * n) / (cells.sum(1) + n)
-    share_c = (pooled.col_ones + 0.5 * m) / (cells.sum(0) + m)
+    cells = _observed(pooled)
+    rows, cols, count = cells
+    share_r = (pooled.row_ones + 0.5 * n) / (np.bincount(rows, count, n.size) + n)
+    share_c = (pooled.col_ones + 0.5 * m) / (np.bincount(cols, count, m.size) + m)
     theta = np.log(share_r / (1 - share_r))
     b = -np.log(share_c / (1 - share_c))
     shift = (m @ b) / m.sum()
     theta, b = theta - shift, b - shift
     keep_rows = pooled.shape[0] <= pooled.shape[1]      # factor the smaller block
-    value, scale, p = _objective_terms(pooled, theta, b, lam)
-    g_theta, g_b, cp, worst = _gradient(pooled, theta, b, p, lam)
+    value, scale, p = _objective_terms(pooled, cells, theta, b, lam)
+    g_theta, g_b, cp, worst = _gradient(pooled, cells, theta, b, p, lam)
     rounding_limited = False
     for n_iter in range(max_iter + 1):
         if worst <= tol:
@@ -135,16 +144,18 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
                 f"{what}: Newton did not converge in {max_iter} iterations (max |gradient| "
                 f"{worst:.3g} > tol {tol:g}); raise max_iter or loosen tol",
                 solver="newton", status="max_iter")
-        V = cp * (1 - p)
+        V = np.zeros(pooled.shape)                  # dense for the BLAS Schur complement
+        V[rows, cols] = cp * (1 - p)
         d_theta, d_b = V.sum(1) + lam * n, V.sum(0) + lam * m
-        step_theta, step_b = _newton_step(V, d_theta, d_b, g_theta, g_b, keep_rows,
-                                          gauge=lam == 0, what=what)
+        step_theta, step_b = schur_newton_step(V, d_theta, d_b, g_theta, g_b, keep_rows,
+                                               gauge=lam == 0, what=what)
         slope = float(g_theta @ step_theta + g_b @ step_b)
         resolvable = -0.5 * slope > ROUNDING * np.finfo(float).eps * scale
         t = 1.0
         for _ in range(60):
             new_theta, new_b = theta + t * step_theta, b + t * step_b
-            new_value, new_scale, new_p = _objective_terms(pooled, new_theta, new_b, lam)
+            new_value, new_scale, new_p = _objective_terms(pooled, cells, new_theta, new_b,
+                                                            lam)
             if not resolvable or new_value <= value + 1e-4 * t * slope:
                 break
             t /= 2
@@ -152,7 +163,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
             raise ConvergenceError(f"{what}: the Newton line search failed (max |gradient| "
                                    f"{worst:.3g} > tol {tol:g})", solver="newton",
                                    status="line_search")
-        new = _gradient(pooled, new_theta, new_b, new_p, lam)
+        new = _gradient(pooled, cells, new_theta, new_b, new_p, lam)
         if not resolvable and new[3] >= worst:
             rounding_limited = True     # f cannot tell and the gradient stopped falling
             break
@@ -165,16 +176,32 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
                 f"{what}: estimates diverge beyond {_DIVERGED:g} logits; the data determine "
                 "no finite optimum (use method='map' or a larger lam)",
                 solver="newton", status="diverged")
-    V = cells * p * (1 - p)
+    v = count * p * (1 - p)
     return {"theta": theta, "b": b, "n_iter": n_iter, "objective": value, "gradient": worst,
-            "rounding_limited": rounding_limited, "info_rows": V.sum(1) / n,
-            "info_cols": V.sum(0) / m}
+            "rounding_limited": rounding_limited,
+            "info_rows": np.bincount(rows, v, n.size) / n,
+            "info_cols": np.bincount(cols, v, m.size) / m}
 
 
-def _newton_step(V: np.ndarray, d_theta: np.ndarray, d_b: np.ndarray, g_theta: np.ndarray,
-                 g_b: np.ndarray, keep_rows: bool, *, gauge: bool,
-                 what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Solve ``[[D_theta, -V], [-V^T, D_b]] (x, y) = -(g_theta, g_b)`` by a Schur complement."""
+def schur_newton_step(V: np.ndarray, d_theta: np.ndarray, d_b: np.ndarray,
+                      g_theta: np.ndarray, g_b: np.ndarray, keep_rows: bool, *, gauge: bool,
+                      what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Solve ``[[D_theta, -V], [-V^T, D_b]] (x, y) = -(g_theta, g_b)`` by a Schur complement.
+
+    ``keep_rows`` eliminates ``y`` and factors the ``theta`` block (choose the
+    smaller side). With ``gauge`` the matrix is singular along ``(1, 1)`` (``D``
+    the row and column sums of ``V``: the Rasch shift) and the step with no
+    shift component is returned, for a right-hand side orthogonal to it.
+
+    Examples
+    --------
+    >>> V = np.array([[1.0, 2.0], [3.0, 1.0]])
+    >>> x, y = schur_newton_step(V, V.sum(1) + 1, V.sum(0) + 1, np.ones(2), -np.ones(2),
+    ...                          True, gauge=False, what="demo")
+    >>> M = np.block([[np.diag(V.sum(1) + 1), -V], [-V.T, np.diag(V.sum(0) + 1)]])
+    >>> bool(np.allclose(M @ np.r_[x, y], [-1, -1, 1, 1]))
+    True
+    """
     if keep_rows:       # eliminate b, factor the theta block
         S = np.diag(d_theta) - (V / d_b[None, :]) @ V.T
         rhs = -g_theta - V @ (g_b / d_b)

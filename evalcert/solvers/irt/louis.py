@@ -51,17 +51,54 @@ __all__ = ["observed_information", "FULL_LIMIT", "WOODBURY_FLOPS"]
 
 FULL_LIMIT = 2000        # parameters up to which the full matrix may be inverted
 WOODBURY_FLOPS = 4e9     # free slopes: work up to which the exact inverse is formed
+_CELLS = 1 << 18         # observed cells per block of the item-block path
 
 
-def _posterior(Y, O, a, d, mu, sd, n_quad):
-    """Adaptive nodes ``(N, Q)`` and normalised posterior weights for every model."""
+def _posterior(rows, cols, y, n_models, a, d, mu, sd, n_quad):
+    """Gauss-Hermite nodes ``z`` and posterior weights ``(N, Q)`` at ``mu + sd z``, from cells."""
     z, w = hermegauss(n_quad)
     theta = mu[:, None] + sd[:, None] * z[None, :]
     log_joint = np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(sd)[:, None] - 0.5 * theta ** 2
+    ac, dc = a[cols], d[cols]
     for q in range(n_quad):
-        eta = theta[:, q, None] * a[None, :] + d[None, :]
-        log_joint[:, q] += np.sum(O * (Y * eta - softplus_sigmoid(eta)[0]), axis=1)
-    return theta, np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+        eta = theta[rows, q] * ac + dc
+        log_joint[:, q] += np.bincount(rows, weights=y * eta - softplus_sigmoid(eta)[0],
+                                       minlength=n_models)
+    return z, np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+
+
+def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post):
+    """Per item: complete-data information ``h`` (zz, z1, 11) and ``Cov`` of its own score.
+
+    On the observed cells only (``rows`` sorted), nodes ``t_q = mu_i + sd_i z_q``
+    and posterior weights ``w_q`` (summing to 1): with ``r_q = y - p(t_q)``,
+    ``Var(r t) = sum_q w r^2 t^2 - (sum_q w r t)^2`` and likewise for ``r`` and
+    the cross term, then summed over each item's cells. Powers of ``t`` are
+    expanded in ``z`` so every sum over nodes is a small matrix product.
+    """
+    Z = np.vstack([np.ones_like(z), z, z ** 2])
+    h, s = np.zeros((3, n_items)), np.zeros((3, n_items))
+    for lo in range(0, y.size, _CELLS):       # blocks of cells bound the memory
+        k = slice(lo, lo + _CELLS)
+        r_k, c_k, y_k = rows[k], cols[k], y[k]
+        m, v, ac = mu[r_k], sd[r_k], a[c_k]
+        W = np.ascontiguousarray(post[r_k].T)                   # (Q, cells)
+        P = expit((ac * m + d[c_k])[None, :] + z[:, None] * (ac * v)[None, :])
+        R = y_k - P
+        P *= 1 - P
+        P *= W                                                  # w p (1 - p)
+        W *= R                                                  # w r
+        R *= W                                                  # w r^2
+        c0, c1, c2 = Z @ P
+        r0, r1 = Z[:2] @ W
+        q0, q1, q2 = Z @ R
+        wrt = m * r0 + v * r1                                   # sum_q w r t
+        for acc, vals in ((h, (m * m * c0 + 2 * m * v * c1 + v * v * c2, m * c0 + v * c1, c0)),
+                          (s, (m * m * q0 + 2 * m * v * q1 + v * v * q2 - wrt ** 2,
+                               m * q0 + v * q1 - r0 * wrt, q0 - r0 ** 2))):
+            acc += [np.bincount(c_k, weights=x, minlength=n_items) for x in vals]
+    s_aa, s_ad, s_dd = s
+    return h, s_aa, s_ad, s_dd
 
 
 def _centered_scores(theta, post, resid, mean_r, mean_rz, common_slope):
@@ -139,12 +176,19 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
     ((4,), (4, 4), True)
     """
     N, M = Y.shape
-    O = O.astype(float)
-    theta, post = _posterior(Y, O, a, d, mu, sd, n_quad)
+    rows, cols = np.nonzero(O)
+    y = Y[rows, cols].astype(float)
+    z, post = _posterior(rows, cols, y, N, a, d, mu, sd, n_quad)
+    theta = mu[:, None] + sd[:, None] * z[None, :]
     P = M + 1 if common_slope else 2 * M
     full = P <= FULL_LIMIT and N * n_quad * P <= 5e7 and (
         common_slope or P ** 3 <= (N * n_quad) ** 2 * P)
-    # per node: residuals r = o (y - p) and curvatures o p (1 - p), (N, M) each
+    woodbury = not full and not common_slope and (N * n_quad) ** 2 * P <= WOODBURY_FLOPS
+    if not (full or woodbury):
+        return _block_inverse(*_item_blocks(rows, cols, y, M, a, d, mu, sd, z, post),
+                              a, common_slope, slope_prec)
+    # dense (N, M) residuals per node: affordable within the limits above
+    O = O.astype(float)
     mean_r = np.zeros((N, M))
     mean_rz = np.zeros((N, M))
     h = np.zeros((3, M))              # complete-data information: zz, z1, 11 per item
@@ -183,19 +227,14 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
         idx = np.arange(M)
         return {"var_a": cov[idx, idx], "var_d": cov[M + idx, M + idx],
                 "cov_ad": cov[idx, M + idx], "full": True}
-    if not common_slope and (N * n_quad) ** 2 * P <= WOODBURY_FLOPS:
-        B = _centered_scores(theta, post, resid, mean_r, mean_rz, common_slope)
-        return _woodbury(B, h[0] + _prior_curvature(a, slope_prec), h[1], h[2])
-    # item blocks only: Cov over nodes of each item's own score
-    s_aa, s_ad, s_dd = np.zeros(M), np.zeros(M), np.zeros(M)
-    for q in range(n_quad):
-        tq, wq = theta[:, q], post[:, q]
-        dev_d = resid[q] - mean_r
-        dev_a = resid[q] * tq[:, None] - mean_rz
-        s_aa += wq @ dev_a ** 2
-        s_ad += wq @ (dev_a * dev_d)
-        s_dd += wq @ dev_d ** 2
+    B = _centered_scores(theta, post, resid, mean_r, mean_rz, common_slope)
+    return _woodbury(B, h[0] + _prior_curvature(a, slope_prec), h[1], h[2])
+
+
+def _block_inverse(h, s_aa, s_ad, s_dd, a, common_slope, slope_prec):
+    """Variances from each item's own block of the observed information (no cross-item terms)."""
     i_dd = h[2] - s_dd
+    M = a.size
     if common_slope:       # the common slope's own information, the d_j's their own
         i_aa = h[0].sum() - float(np.sum(s_aa))
         return {"var_a": np.full(M, 1 / i_aa), "var_d": 1 / i_dd, "cov_ad": np.zeros(M),

@@ -19,6 +19,11 @@ parameters), skipped above ``max_se_params`` parameters.
 The grid is accurate while every posterior sd is at least about two node
 spacings (``12 / (Q - 1)``): with ``Q = 61`` (0.2 apart) up to about a hundred
 items per model; raise ``n_quad`` beyond that.
+
+Slopes share one prior (:func:`slope_prior_terms`), the same as the 2PL's
+(:mod:`~.mml`): ``log a_j ~ N(0, 1/p)`` with precision ``p`` (default
+:data:`SLOPE_PRIOR` = 4, sd 0.5, BILOG-MG's default), maximised over
+``u_j = log a_j``; ``p = 0`` is pure ML with slopes of either sign.
 """
 
 from __future__ import annotations
@@ -30,7 +35,70 @@ from scipy.special import logsumexp
 
 from evalcert.errors import ConvergenceError, InputError
 
-__all__ = ["grid", "MarginalData", "maximise"]
+__all__ = ["grid", "MarginalData", "maximise", "SLOPE_PRIOR", "slope_prior_terms",
+           "diverging_slopes"]
+
+#: default precision of the log-normal slope prior ``log a ~ N(0, 1/4)`` (sd 0.5)
+SLOPE_PRIOR = 4.0
+
+
+def slope_prior_terms(u: np.ndarray, precision: float
+                      ) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Slopes from their free parameters, and the log-normal slope prior.
+
+    With ``precision = p > 0`` the free parameter is ``u = log a`` and the
+    log-prior (up to a constant) is ``-p/2 sum_j u_j^2``, i.e.
+    ``log a_j ~ N(0, 1/p)``: slopes stay positive (which orients the ability
+    scale: higher = more items solved) and an item that a few models split
+    perfectly keeps a finite slope. With ``p = 0`` the free parameter is the
+    slope itself (pure ML, either sign) and the log-prior is 0.
+
+    Returns
+    -------
+    a, da_du, log_prior, d log_prior / du
+
+    Examples
+    --------
+    >>> a, da, lp, g = slope_prior_terms(np.log([1.0, np.e]), 4.0)
+    >>> np.round(a, 6).tolist(), np.round(da, 6).tolist(), round(lp, 6), np.round(g, 6).tolist()
+    ([1.0, 2.718282], [1.0, 2.718282], -2.0, [-0.0, -4.0])
+    >>> slope_prior_terms(np.array([-0.5]), 0.0)[0].tolist()   # pure ML: the slope itself
+    [-0.5]
+    """
+    if precision > 0:
+        a = np.exp(u)
+        return a, a, float(-0.5 * precision * np.sum(u ** 2)), -precision * u
+    return u, np.ones_like(u), 0.0, np.zeros_like(u)
+
+
+def diverging_slopes(a: np.ndarray, item_names: tuple[str, ...], *, limit: float = 20.0
+                     ) -> str | None:
+    """Why a pure-ML fit is no MLE, if slopes ran away: the items whose ``|a| > limit``.
+
+    When the models split an item (almost) perfectly its ML slope grows without
+    bound (the MLE does not exist) until the gradient underflows or the
+    grid stops resolving it. Slopes beyond ``2 / spacing`` of the quadrature
+    grid (10 on the default 61 nodes: the logit moves by 2 between two nodes)
+    are not resolved, so callers pass that as ``limit``. Returns the
+    explanation with the fix (a slope prior, or more nodes if such a slope is
+    real), or None when no slope is beyond ``limit``.
+
+    Examples
+    --------
+    >>> diverging_slopes(np.array([1.0, 35.0]), ("q1", "q2"))[:54]
+    'the slope MLE does not exist for 1 item: q2 (|a| = 35)'
+    >>> diverging_slopes(np.array([1.0, 2.0]), ("q1", "q2")) is None
+    True
+    """
+    away = np.flatnonzero(np.abs(a) > limit)
+    if away.size == 0:
+        return None
+    shown = ", ".join(f"{item_names[j]} (|a| = {abs(a[j]):.3g})" for j in away[:5])
+    return (f"the slope MLE does not exist for {away.size} item{'s' * (away.size > 1)}: "
+            f"{shown}{' ...' if away.size > 5 else ''} beyond {limit:.3g}, where the grid no "
+            "longer resolves them: the models split them (almost) perfectly; use a slope "
+            f"prior (slope_prior={SLOPE_PRIOR:g}, the default) or drop those items (or raise "
+            "n_quad if such steep slopes are real)")
 
 
 def grid(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -96,17 +164,23 @@ class MarginalData:
 
 def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
              tol: float, max_iter: int, what: str, max_se_params: int = 400,
-             verbose: bool = False) -> dict:
+             verbose: bool = False,
+             diagnose: Callable[[np.ndarray], str | None] | None = None) -> dict:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS; certify and estimate the covariance.
 
     Returns ``x``, ``n_iter``, ``gradient`` (max abs at ``x``), ``cov`` (inverse
     of the central-difference Hessian, or None above ``max_se_params``) and
     ``stationarity`` (max ``|g| / sqrt(H_kk)``, NaN without a Hessian).
+    ``diagnose(x)``, if given, says why a point is no acceptable optimum (e.g.
+    :func:`diverging_slopes`: L-BFGS also stops "converged" where a runaway
+    slope has flattened the gradient): its text, at the last point, replaces
+    the generic advice of a failure and turns a success into a failure.
 
     Raises
     ------
     ConvergenceError
-        The iteration budget ran out, or the final gradient exceeds ``1e3 tol``.
+        The iteration budget ran out, the final gradient exceeds ``1e3 tol``, or
+        ``diagnose`` found a reason (status ``"diverged"``).
 
     Examples
     --------
@@ -131,10 +205,13 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
         bar.close()
     value, g = fun(res.x)
     grad = float(np.max(np.abs(g))) if g.size else 0.0
+    why = diagnose(res.x) if diagnose is not None else None
+    if why and not (res.nit >= max_iter or grad > 1e3 * tol):
+        raise ConvergenceError(f"{what}: {why}", solver="L-BFGS-B", status="diverged")
     if res.nit >= max_iter or grad > 1e3 * tol:
         raise ConvergenceError(f"{what}: L-BFGS stopped after {res.nit} iterations "
                                f"({res.message}) with max |gradient| {grad:.3g} > tol {tol:g}; "
-                               "raise max_iter, loosen tol or strengthen the priors",
+                               + (why or "raise max_iter, loosen tol or strengthen the priors"),
                                solver="L-BFGS-B", status=str(res.message))
     cov, stat = None, float("nan")
     if res.x.size <= max_se_params:

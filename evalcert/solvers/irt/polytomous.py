@@ -10,9 +10,15 @@ with slope ``a_j`` and thresholds ``b_j1 < ... < b_j,K-1`` (Samejima 1969)
 Parameterised as intercepts ``d_j1 > d_j2 > ...`` (``b_jk = -d_jk / a_j``) with
 ``d_jk = d_j1 - sum_{l<=k} exp(delta_jl)`` so the order always holds. Abilities
 are integrated out under ``theta ~ N(0, 1)`` and the marginal log-likelihood
-plus log-priors (``N(1, 1/slope_prior)`` on slopes, ``N(0, 1/threshold_prior)``
+plus log-priors (log-normal on slopes, ``N(0, 1/threshold_prior)``
 on intercepts, which keeps an item whose extreme category nobody used finite)
-is maximised by L-BFGS with its exact gradient (:mod:`~.marginal`).
+is maximised by L-BFGS with its exact gradient (:mod:`~.marginal`):
+
+    l(a, d) - slope_prior/2 sum_j (log a_j)^2 - threshold_prior/2 sum_jk d_jk^2
+
+over ``(log a, d_j1, delta)``. The slope prior ``log a_j ~ N(0, 1/slope_prior)``
+is the 2PL's (default 4, sd 0.5; :func:`~.marginal.slope_prior_terms`) and keeps
+slopes positive; ``slope_prior=0`` is pure ML in the slopes (either sign).
 ``difficulties_`` is each item's mean threshold (its location);
 ``thresholds_`` holds all ``K-1``; ``abilities_`` are EAPs with posterior sds.
 
@@ -39,7 +45,8 @@ from scipy.special import expit
 from evalcert.errors import InputError
 from evalcert.solvers.irt.base import IRTEstimator
 from evalcert.solvers.irt.data import validate_responses
-from evalcert.solvers.irt.marginal import MarginalData, maximise
+from evalcert.solvers.irt.marginal import (SLOPE_PRIOR, MarginalData, diverging_slopes,
+                                           maximise, slope_prior_terms)
 
 __all__ = ["GradedResponse"]
 
@@ -52,7 +59,11 @@ class GradedResponse(IRTEstimator):
     Parameters
     ----------
     method : {"mml"}
-    slope_prior, threshold_prior : prior precisions (0 = none).
+    slope_prior : float
+        Precision ``p`` of the ``log a ~ N(0, 1/p)`` slope prior (default 4, sd 0.5);
+        0 = none (pure ML, slopes of either sign).
+    threshold_prior : float
+        Precision of the ``N(0, 1/threshold_prior)`` prior on intercepts; 0 = none.
     n_quad, max_se_params, tol, max_iter, verbose, seed : see :class:`~.threepl.ThreePL`.
 
     Attributes
@@ -80,7 +91,7 @@ class GradedResponse(IRTEstimator):
     methods = ("mml",)
     kind = "ordinal"
 
-    def __init__(self, method: str = "mml", *, slope_prior: float = 0.25,
+    def __init__(self, method: str = "mml", *, slope_prior: float = SLOPE_PRIOR,
                  threshold_prior: float = 0.01, n_quad: int = 61, max_se_params: int = 400,
                  tol: float = 1e-5, max_iter: int = 3000, verbose: bool = False, seed: int = 0):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
@@ -122,7 +133,7 @@ class GradedResponse(IRTEstimator):
         codes = np.where(data.observed, np.searchsorted(levels, np.nan_to_num(values)), -1)
         self.categories_ = tuple(int(v) for v in levels)
         start = time.perf_counter()
-        out = self._fit_codes(codes, levels.size)
+        out = self._fit_codes(codes, levels.size, data.item_names)
         out["identification"] = "theta ~ N(0, 1)"
         self._finish(data, out, time.perf_counter() - start)
         self.n_parameters_ = int(out["n_params"])
@@ -130,12 +141,15 @@ class GradedResponse(IRTEstimator):
 
     # -- likelihood ---------------------------------------------------------------------------
     def _intercepts(self, x: np.ndarray, m: int, K: int):
-        a, d1 = x[:m], x[m:2 * m]
+        """Slopes, intercepts (M x K-1), gaps and the slope prior's terms from ``x``."""
+        a, da, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
+        d1 = x[m:2 * m]
         gaps = np.exp(x[2 * m:].reshape(m, K - 2))
-        return a, np.column_stack([d1, d1[:, None] - np.cumsum(gaps, axis=1)]), gaps
+        d = np.column_stack([d1, d1[:, None] - np.cumsum(gaps, axis=1)])
+        return a, d, gaps, (da, log_prior, g_prior)
 
     def _objective(self, x: np.ndarray, md: MarginalData, m: int, K: int):
-        a, d, gaps = self._intercepts(x, m, K)
+        a, d, gaps, (da, log_prior, g_prior) = self._intercepts(x, m, K)
         z = md.z
         eta = a[:, None, None] * z[None, :, None] + d[:, None, :]            # M x Q x K-1
         S = expit(eta)
@@ -145,12 +159,9 @@ class GradedResponse(IRTEstimator):
         loglik, post, counts = md.evaluate(np.log(P))
         ratio = counts / P                                                   # M x Q x K
         g_eta = S * (1 - S) * (ratio[:, :, 1:] - ratio[:, :, :-1])           # M x Q x K-1
-        g_a = np.einsum("mqk,q->m", g_eta, z)
+        g_a = np.einsum("mqk,q->m", g_eta, z) * da + g_prior                 # d / d log a
         g_d = g_eta.sum(axis=1)                                              # M x K-1
-        value = loglik
-        if self.slope_prior:
-            value -= 0.5 * self.slope_prior * np.sum((a - 1) ** 2)
-            g_a = g_a - self.slope_prior * (a - 1)
+        value = loglik + log_prior
         if self.threshold_prior:
             value -= 0.5 * self.threshold_prior * np.sum(d ** 2)
             g_d = g_d - self.threshold_prior * d
@@ -159,7 +170,8 @@ class GradedResponse(IRTEstimator):
         self._last = (loglik, post)
         return -value, -np.concatenate([g_a, tail[:, 0], g_delta.ravel()])
 
-    def _fit_codes(self, codes: np.ndarray, K: int) -> dict[str, Any]:
+    def _fit_codes(self, codes: np.ndarray, K: int, item_names: tuple[str, ...]
+                   ) -> dict[str, Any]:
         n, m = codes.shape
         md = MarginalData(codes, K, self.n_quad)
         obs = codes >= 0
@@ -168,21 +180,25 @@ class GradedResponse(IRTEstimator):
         d0 = np.log(share / (1 - share))
         d0 = np.minimum.accumulate(d0, axis=1) - np.arange(K - 1) * 1e-2
         delta0 = np.log(np.maximum(-np.diff(d0, axis=1), 1e-2))
-        x0 = np.concatenate([np.ones(m), d0[:, 0], delta0.ravel()])
+        x0 = np.concatenate([np.full(m, 0.0 if self.slope_prior else 1.0), d0[:, 0],
+                             delta0.ravel()])
         out = maximise(lambda x: self._objective(x, md, m, K), x0, tol=self.tol,
                        max_iter=self.max_iter, what="graded mml", verbose=self.verbose,
-                       max_se_params=self.max_se_params)
+                       max_se_params=self.max_se_params,
+                       diagnose=lambda x: None if self.slope_prior else diverging_slopes(
+                           x[:m], item_names, limit=2 / (md.z[1] - md.z[0])))
         x = out["x"]
         self._objective(x, md, m, K)
         loglik, post = self._last
         eap, psd = md.posterior_moments(post)
-        a, d, gaps = self._intercepts(x, m, K)
+        a, d, gaps, (da, _, _) = self._intercepts(x, m, K)
         b = -d / a[:, None]
         C = np.column_stack([a, b.mean(1), b])
         se = np.full(C.shape, np.nan)
         notes = []
         if out["cov"] is not None:
-            se = self._delta_se(out["cov"], a, d, gaps, m, K)
+            scale = np.concatenate([da, np.ones(x.size - m)])     # covariance in a, not log a
+            se = self._delta_se(out["cov"] * scale[:, None] * scale[None, :], a, d, gaps, m, K)
         else:
             notes.append(f"item SEs skipped: {x.size} parameters > max_se_params "
                          f"{self.max_se_params}")

@@ -32,18 +32,22 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from scipy.special import expit
 
 from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.base import IRTEstimator, progress_bar
 from evalcert.solvers.irt.data import (ResponseData, extreme_lines, finite_items as _finite_items,
                                        require_finite_jml)
-from evalcert.solvers.irt.esf import conditional_terms
-from evalcert.solvers.irt.joint_newton import ROUNDING, newton_flops, rasch_joint_newton
+from evalcert.solvers.irt.esf import ObservedSets, conditional_cells
+from evalcert.solvers.irt.joint_newton import (ROUNDING, newton_flops, rasch_joint_newton,
+                                              schur_newton_step)
 from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
 from evalcert.solvers.irt.mml import mml_em
 from evalcert.solvers.irt.pooling import pool_responses
 
 __all__ = ["Rasch"]
+
+_SCHUR_FLOPS = 2e10   # CML: Schur-complement Newton steps up to this cost, else diagonal
 
 
 class Rasch(IRTEstimator):
@@ -174,12 +178,15 @@ class Rasch(IRTEstimator):
                              + pooled.col_size @ out["b"] ** 2)
         G, H = pooled.shape
         R, C = theta[:, None], b[:, None]
+        info_R = out["info_rows"][pooled.row_group][:, None]
+        info_C = out["info_cols"][pooled.col_group][:, None]
         return {"R": R, "C": C, "loglik": -(out["objective"] - prior),
+                # the gradient is recomputed from the data; the curvature is the pooled one
                 "stationarity": self._stationarity(data, R, C, np.zeros(0), lam,
-                                                   ("rows", "cols")),
+                                                   ("rows", "cols"),
+                                                   information=(info_R, info_C)),
                 "n_iter": out["n_iter"],
-                "se_R": 1 / np.sqrt(out["info_rows"][pooled.row_group] + lam)[:, None],
-                "se_C": 1 / np.sqrt(out["info_cols"][pooled.col_group] + lam)[:, None],
+                "se_R": 1 / np.sqrt(info_R + lam), "se_C": 1 / np.sqrt(info_C + lam),
                 "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)",
                 "solver": f"newton ({G} x {H} pooled groups)",
                 "notes": ((f"Newton stopped at the rounding limit of the objective with max "
@@ -189,66 +196,95 @@ class Rasch(IRTEstimator):
     def _fit_cml(self, data: ResponseData) -> dict[str, Any]:
         """Newton iterations on the conditional likelihood (Eq. 3.6).
 
-        The gradient is ``sum_i (pi_ij - Y_ij)`` and the Hessian diagonal
-        ``-sum_i pi_ij (1 - pi_ij)``; steps are halved whenever the
-        conditional log-likelihood would decrease. Models with the same observed
-        items and raw score have the same conditional terms, and items with the
-        same observed models and count the same difficulty, so both are pooled
-        (:func:`~.pooling.group_rows`): each model group is evaluated once and
-        weighted by its size, each item group is one column with a multiplicity
-        (:func:`~.pooling.pool_responses`).
+        The gradient is ``sum_i (pi_ij - Y_ij)``. The Hessian is the sum over
+        models of the conditional covariance of ``Y_i`` given ``S_i``, whose
+        diagonal ``pi_ij (1 - pi_ij)`` is exact; its off-diagonal is taken as
+        that of independent items conditioned on their sum, ``-d_ij d_ik /
+        sum_k d_ik`` with ``d = pi (1 - pi)`` (rows summing to zero, as the exact
+        ones do, and within O(1/items) of them). That matrix is diagonal minus
+        one rank-one term per model, so a step is the joint Newton system with
+        the abilities eliminated (:func:`~.joint_newton.schur_newton_step`); when
+        that would cost more than ``_SCHUR_FLOPS`` the diagonal alone is used.
+        Steps are halved whenever the conditional log-likelihood would decrease.
+        Models with the same observed items and raw score have the same
+        conditional terms, and items with the same observed models and count
+        the same difficulty, so both are pooled (:func:`~.pooling.group_rows`):
+        each model group is evaluated once and weighted by its size, each item
+        group is one column with a multiplicity
+        (:func:`~.pooling.pool_responses`). The conditional terms cost
+        O(observed cells) per iteration (:func:`~.esf.conditional_cells`).
         """
         keep_r, keep_c = extreme_lines(data, warn=True)
         sub = data.take(keep_r, keep_c)
-        obs = sub.observed
-        pooled = pool_responses(sub.values, obs)
+        pooled = pool_responses(sub.values, sub.observed)
+        G, H = pooled.shape
+        sets = ObservedSets.from_mask(pooled.cells > 0)
+        rows, cols = sets.rows, sets.items
         size, mult = pooled.row_size.astype(float), pooled.col_size.astype(float)
-        obs_g = pooled.cells > 0
+        cell_size = size[rows]
         scores = pooled.row_ones / size                   # raw score of each model group
         ones = pooled.col_ones / mult                     # correct answers per item
-        share = ones / (obs_g.T @ size)                  # models answering each item
-        b = np.log((1 - share) / share)
+        share = ones / np.bincount(cols, cell_size, H)    # models answering each item
+        theta0 = np.log(scores / (np.add.reduceat(mult[cols], sets.indptr[:-1]) - scores))
+        seen = np.bincount(cols, cell_size * theta0[rows], H) / np.bincount(cols, cell_size, H)
+        spread = np.sqrt(1 + np.average((theta0 - size @ theta0 / size.sum()) ** 2,
+                                        weights=size) / 2.89)
+        b = seen + spread * np.log((1 - share) / share)
         b -= (mult @ b) / mult.sum()
-        best, step, last, rounding_limited = -np.inf, np.zeros_like(b), np.inf, False
+        schur = newton_flops(pooled.shape) <= _SCHUR_FLOPS
+        best, step, last, rounding_limited, theta = -np.inf, np.zeros_like(b), np.inf, False, None
         bar = progress_bar(self.verbose, self.max_iter, "rasch cml")
         for n_iter in range(1, self.max_iter + 1):
             bar.update(1)
-            log_gamma, pi, theta = conditional_terms(b, obs_g, scores, item_weights=mult)
+            log_gamma, pi, theta, esf_error = conditional_cells(b, sets, scores, mult, theta)
             loglik = -float((mult * ones) @ b) - float(size @ log_gamma)
             if loglik < best - 1e-10 * abs(best):
                 step /= 2
                 b = b - step
                 continue
             best = loglik
-            info = size @ (pi * (1 - pi))
-            grad = size @ pi - ones
-            step = grad / info
-            step -= (mult @ step) / mult.sum()
+            d = pi * (1 - pi)
+            info = np.bincount(cols, cell_size * d, H)
+            grad = np.bincount(cols, cell_size * pi, H) - ones
             worst = float(np.max(np.abs(grad)))
             if worst <= self.tol:
                 break
+            if schur:
+                V = np.zeros(pooled.shape)
+                V[rows, cols] = cell_size * mult[cols] * d
+                _, step = schur_newton_step(V, V.sum(1), mult * info, np.zeros(G),
+                                            -mult * grad, G <= H, gauge=True, what="rasch cml")
+            else:
+                step = grad / info
+            step -= (mult @ step) / mult.sum()
             # the predicted gain is below what rounding lets the loglik show, and the
             # gradient stopped falling: stop and report the gradient reached
-            resolvable = 0.5 * grad @ step > ROUNDING * np.finfo(float).eps * abs(loglik)
+            resolvable = (0.5 * (mult * grad) @ step
+                          > ROUNDING * np.finfo(float).eps * abs(loglik))
             if not resolvable and worst >= last:
                 rounding_limited = True
                 break
             last = worst
             b = b + step
+            # abilities follow to first order (implicit function theorem): warm start
+            md = mult[cols] * d
+            theta = theta + (np.add.reduceat(md * step[cols], sets.indptr[:-1])
+                             / np.add.reduceat(md, sets.indptr[:-1]))
         else:
             bar.close()
             raise ConvergenceError(f"rasch cml: Newton did not converge in {self.max_iter} "
                                    f"iterations (last step {np.max(np.abs(step)):.3g})",
                                    solver="newton", status="max_iter")
         bar.close()
-        theta, b = theta[pooled.row_group], b[pooled.col_group]
-        info_c = info[pooled.col_group]
-        p = 1 / (1 + np.exp(b[None, :] - theta[:, None])) * obs
-        return {"R": theta[:, None], "C": b[:, None], "loglik": loglik, "n_iter": n_iter,
-                "se_R": 1 / np.sqrt((p * (1 - p)).sum(1))[:, None],
-                "se_C": 1 / np.sqrt(info_c)[:, None], "loglik_kind": "conditional",
-                "solver": "newton (conditional likelihood, {} x {} pooled groups)".format(
-                    *pooled.shape),
+        p = expit(theta[rows] - b[cols])                  # per pooled cell: O(observed cells)
+        info_r = np.bincount(rows, mult[cols] * p * (1 - p), G)
+        rg, cg = pooled.row_group, pooled.col_group
+        return {"R": theta[rg, None], "C": b[cg, None], "loglik": loglik, "n_iter": n_iter,
+                "se_R": 1 / np.sqrt(info_r[rg])[:, None], "se_C": 1 / np.sqrt(info[cg])[:, None],
+                "loglik_kind": "conditional",
+                "solver": (f"newton (conditional likelihood, {'Schur' if schur else 'diagonal'}"
+                           f" Hessian, ESF truncation error <= {esf_error:.1g}, {G} x {H} "
+                           "pooled groups)"),
                 "notes": ((f"Newton stopped at the rounding limit of the conditional "
                            f"likelihood with max |gradient| {worst:.3g} (tol {self.tol:g})",)
                           if rounding_limited else ()),

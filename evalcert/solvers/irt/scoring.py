@@ -16,6 +16,9 @@ over its observed items, and
   adaptive Gauss-Hermite quadrature (``n_quad`` nodes at the MAP, scaled by
   its SE; Rabe-Hesketh, Skrondal & Pickles 2005).
 
+Every fitted estimator has the same call as a method:
+``est.score(Y_new, method="wle")`` is ``score_models(est, Y_new, "wle")``.
+
 The prior defaults to the fit's ability distribution
 (:func:`~.information.ability_prior`). Roots are found on every model at once:
 the estimating function is evaluated on a grid, the down-crossing with the

@@ -7,8 +7,21 @@
 slopes. The floor ``c_j`` is either fixed for every item (``guessing=1/n``)
 or estimated per item under a ``Beta(alpha, beta)`` prior
 (``guessing_prior``, default ``(6, 16)``: mean 0.27, BILOG-MG's default for
-four choices). Slopes get an ``N(1, 1/slope_prior)`` prior
-(``slope_prior=0`` removes it). Abilities are integrated out under
+four choices). Slopes get the 2PL's log-normal prior
+``log a_j ~ N(0, 1/slope_prior)`` (default 4: sd 0.5, BILOG-MG's default;
+:func:`~.marginal.slope_prior_terms`), which keeps them positive; ``slope_prior=0``
+is pure ML in the slopes (either sign). The maximised criterion is
+
+    l(a, d, c) - slope_prior/2 sum_j (log a_j)^2 - intercept_prior/2 sum_j d_j^2
+               + sum_j [(alpha-1) log c_j + (beta-1) log(1-c_j)]
+
+over ``(log a, d, logit c)``. The weak intercept prior (default sd 10) matters
+for items that weaker models solve as often as stronger ones, or less often than
+the floor: their likelihood keeps rising as ``d -> -inf`` (``P -> c`` for every
+model), so without it L-BFGS crawls after them or parks them at ``b ~ 100``
+(on ChemBench, 22 models x 2,720 items at ``c = 1/4``: 594 such items, and the
+old fit stopped unconverged after 2,000 steps). They are listed in
+``floor_items_`` and a note. Abilities are integrated out under
 ``theta ~ N(0, 1)`` and the marginal log-likelihood (plus log-priors) is
 maximised directly by L-BFGS with its exact gradient (:mod:`~.marginal`);
 ``abilities_`` are EAPs with posterior sds as SEs; item SEs come from the
@@ -40,9 +53,11 @@ from scipy.special import expit
 from evalcert.errors import InputError
 from evalcert.solvers.irt.base import IRTEstimator
 from evalcert.solvers.irt.data import ResponseData, finite_items
-from evalcert.solvers.irt.marginal import MarginalData, maximise
+from evalcert.solvers.irt.marginal import (SLOPE_PRIOR, MarginalData, diverging_slopes,
+                                           maximise, slope_prior_terms)
 
 __all__ = ["ThreePL"]
+
 
 
 class ThreePL(IRTEstimator):
@@ -57,7 +72,13 @@ class ThreePL(IRTEstimator):
     guessing_prior : (alpha, beta) or None
         Beta prior of estimated floors; ``None`` = none (pure ML).
     slope_prior : float
-        Precision of the ``N(1, 1/slope_prior)`` slope prior; 0 = none.
+        Precision ``p`` of the ``log a ~ N(0, 1/p)`` slope prior (default 4, sd 0.5);
+        0 = none (pure ML, slopes of either sign; a slope that runs beyond what the
+        grid resolves raises :class:`~evalcert.errors.ConvergenceError` naming the item).
+    intercept_prior : float
+        Precision of the ``N(0, 1/intercept_prior)`` prior on intercepts ``d_j``
+        (default 0.01, sd 10); 0 = none. It keeps items that the data push to their
+        floor finite (see ``floor_items_``).
     n_quad : int
         Nodes of the quadrature grid on [-6, 6] (see :mod:`~.marginal`).
     max_se_params : int
@@ -67,7 +88,9 @@ class ThreePL(IRTEstimator):
     Attributes
     ----------
     abilities_ (EAP), abilities_se_ (posterior sd), discriminations_, difficulties_,
-    guessing_ and their ``*_se_``, loglik_ (marginal), n_parameters_, result_.
+    guessing_ and their ``*_se_``, loglik_ (marginal), n_parameters_, result_,
+    floor_items_ (names of the items with no finite ML intercept: the data put them
+    at their floor for every model, so their difficulty is the intercept prior's).
 
     Examples
     --------
@@ -89,13 +112,15 @@ class ThreePL(IRTEstimator):
 
     def __init__(self, method: str = "mml", *, guessing: float | None = None,
                  guessing_prior: tuple[float, float] | None = (6.0, 16.0),
-                 slope_prior: float = 0.25, n_quad: int = 61, max_se_params: int = 400,
-                 tol: float = 1e-5, max_iter: int = 2000, verbose: bool = False, seed: int = 0):
+                 slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
+                 n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
+                 max_iter: int = 2000, verbose: bool = False, seed: int = 0):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
                          max_iter=max_iter, seed=seed, verbose=verbose)
         self.guessing = guessing
         self.guessing_prior = guessing_prior
         self.slope_prior = slope_prior
+        self.intercept_prior = intercept_prior
         self.n_quad = n_quad
         self.max_se_params = max_se_params
 
@@ -107,8 +132,9 @@ class ThreePL(IRTEstimator):
                 len(self.guessing_prior) != 2 or min(self.guessing_prior) < 1):
             raise InputError(f"guessing_prior must be (alpha, beta) with both >= 1, or None; "
                              f"got {self.guessing_prior!r}")
-        if not self.slope_prior >= 0:
-            raise InputError(f"slope_prior must be >= 0, got {self.slope_prior!r}")
+        if not (self.slope_prior >= 0 and self.intercept_prior >= 0):
+            raise InputError(f"slope_prior and intercept_prior must be >= 0, got "
+                             f"{self.slope_prior!r} and {self.intercept_prior!r}")
 
     def fit(self, Y: Any, mask: np.ndarray | None = None) -> "ThreePL":
         """Fit to ``Y`` (models x items, 0/1, NaN = missing); ``mask`` True = held out."""
@@ -120,26 +146,25 @@ class ThreePL(IRTEstimator):
 
     def _objective(self, x: np.ndarray, md: MarginalData, n_items: int):
         z = md.z
-        a, d = x[:n_items], x[n_items:2 * n_items]
+        a, da, log_prior, g_prior = slope_prior_terms(x[:n_items], self.slope_prior)
+        d = x[n_items:2 * n_items]
         fixed = self.guessing is not None
         c = np.full(n_items, float(self.guessing)) if fixed else expit(x[2 * n_items:])
         eta = a[:, None] * z[None, :] + d[:, None]                  # M x Q
         s = expit(eta)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore"):    # NaN at L-BFGS's wild trials
             log_s = -np.logaddexp(0.0, -eta)
             log_1s = -np.logaddexp(0.0, eta)
             log_c, log_1c = np.log(c), np.log1p(-c)
-        log_p1 = np.logaddexp(log_c[:, None], log_1c[:, None] + log_s)
+            log_p1 = np.logaddexp(log_c[:, None], log_1c[:, None] + log_s)
         logp = np.stack([log_1c[:, None] + log_1s, log_p1], axis=2)
         loglik, post, counts = md.evaluate(logp)
         n0, n1 = counts[:, :, 0], counts[:, :, 1]
         p1 = np.exp(log_p1)
-        g_eta = n1 * (1 - c)[:, None] * s * (1 - s) / p1 - n0 * s
-        grad = [g_eta @ z, g_eta.sum(1)]
-        value = loglik
-        if self.slope_prior:
-            value -= 0.5 * self.slope_prior * np.sum((a - 1) ** 2)
-            grad[0] = grad[0] - self.slope_prior * (a - 1)
+        s_over_p1 = np.exp(log_s - log_p1)                 # s / P: 1 at c = 0 even if s underflows
+        g_eta = n1 * (1 - c)[:, None] * s_over_p1 * (1 - s) - n0 * s
+        grad = [(g_eta @ z) * da + g_prior, g_eta.sum(1) - self.intercept_prior * d]
+        value = loglik + log_prior - 0.5 * self.intercept_prior * np.sum(d ** 2)
         if not fixed:
             cc = (c * (1 - c))[:, None]
             g_gamma = np.sum(n1 * (1 - s) * cc / p1 - n0 * c[:, None], axis=1)
@@ -148,7 +173,7 @@ class ThreePL(IRTEstimator):
                 value += np.sum((al - 1) * log_c + (be - 1) * log_1c)
                 g_gamma = g_gamma + (al - 1) * (1 - c) - (be - 1) * c
             grad.append(g_gamma)
-        self._last = (loglik, post)
+        self._last = (loglik, post, logp)
         return -value, -np.concatenate(grad)
 
     def _fit(self, data: ResponseData) -> dict[str, Any]:
@@ -162,23 +187,27 @@ class ThreePL(IRTEstimator):
               (self.guessing_prior[0] - 1) / max(sum(self.guessing_prior) - 2, 1)
               if self.guessing_prior is not None else 0.2)
         above = np.clip((share - c0) / (1 - c0), 0.02, 0.98)
-        x0 = [np.ones(m), np.log(above / (1 - above))]
+        x0 = [np.full(m, 0.0 if self.slope_prior else 1.0), np.log(above / (1 - above))]
         if self.guessing is None:
             x0.append(np.full(m, np.log(c0 / (1 - c0))))
         out = maximise(lambda x: self._objective(x, md, m), np.concatenate(x0), tol=self.tol,
                        max_iter=self.max_iter, what="3pl mml", verbose=self.verbose,
-                       max_se_params=self.max_se_params)
+                       max_se_params=self.max_se_params,
+                       diagnose=lambda x: None if self.slope_prior else diverging_slopes(
+                           x[:m], sub.item_names, limit=2 / (md.z[1] - md.z[0])))
         x = out["x"]
         self._objective(x, md, m)
-        loglik, post = self._last
+        loglik, post, _ = self._last
         eap, psd = md.posterior_moments(post)
-        a, d = x[:m], x[m:2 * m]
+        a, da, _, _ = slope_prior_terms(x[:m], self.slope_prior)
+        d = x[m:2 * m]
         c = np.full(m, float(self.guessing)) if self.guessing is not None else expit(x[2 * m:])
         b = -d / a
         se = np.full((m, 3), np.nan)
         notes = []
         if out["cov"] is not None:
-            V = out["cov"]
+            scale = np.concatenate([da, np.ones(x.size - m)])     # covariance of (a, d, .)
+            V = out["cov"] * scale[:, None] * scale[None, :]
             var_a, var_d = np.diag(V)[:m], np.diag(V)[m:2 * m]
             cov_ad = V[np.arange(m), m + np.arange(m)]
             var_b = (var_d + b ** 2 * var_a + 2 * b * cov_ad) / a ** 2
@@ -193,12 +222,56 @@ class ThreePL(IRTEstimator):
         if np.any(a < 0):
             notes.append(f"{int((a < 0).sum())} items have negative slopes (weaker models do "
                          "better on them)")
+        accuracy = (sub.values * sub.observed).sum(1) / np.maximum(sub.observed.sum(1), 1)
+        below = np.flatnonzero((accuracy < c.min()) & sub.observed.any(1))
+        if below.size:
+            notes.append(
+                f"{below.size} models answer fewer items right than the lowest guessing floor "
+                f"({c.min():.3g}), e.g. " + ", ".join(
+                    f"{sub.model_names[i]} ({accuracy[i]:.3g})" for i in below[:5])
+                + ": the floor does not describe them; their ML abilities tend to -inf and "
+                "only the N(0, 1) ability prior holds their EAPs")
+        floor = self._at_floor(a, c, md, post, self._last[2])
+        if floor.size:
+            notes.append(
+                f"{floor.size} items have no finite ML intercept: the data push them to their "
+                f"guessing floor for every model (weaker models solve them as often as "
+                f"stronger ones, or less often than the floor), e.g. "
+                + ", ".join(f"{sub.item_names[j]} (b = {b[j]:.3g})" for j in floor[:5])
+                + "; their difficulties come from intercept_prior, not from the data: drop "
+                "them or estimate the floors (guessing=None)")
         return {"R": eap[:, None], "C": np.column_stack([a, b, c]), "se_R": psd[:, None],
                 "se_C": se, "loglik": loglik, "n_iter": out["n_iter"],
                 "loglik_kind": "marginal", "keep_rows": np.ones(data.shape[0], bool),
                 "keep_cols": keep_c, "stationarity": out["stationarity"],
                 "solver": f"L-BFGS on the marginal likelihood ({self.n_quad}-node grid)",
-                "notes": tuple(notes)}
+                "notes": tuple(notes),
+                "extra": {"floor_items": tuple(sub.item_names[j] for j in floor)}}
+
+    @staticmethod
+    def _at_floor(a: np.ndarray, c: np.ndarray, md: MarginalData, post: np.ndarray,
+                  logp: np.ndarray) -> np.ndarray:
+        """Items whose likelihood keeps rising as ``d -> -inf`` (``P -> c`` for every model).
+
+        With ``s = sigma(a z + d) -> 0`` the intercept's score tends to
+        ``e^d sum_q e^(a z_q) (n1_q (1 - c) / c - n0_q)``, where ``n0, n1`` are
+        the expected counts at node ``q`` once the item sits at its floor (the
+        posterior of each model without that item: ``post / P_j(y_ij | z)``,
+        renormalised). When the sum is negative the ML intercept is ``-inf``
+        and only ``intercept_prior`` keeps it finite. Never with ``c = 0``.
+        """
+        n_lim = []
+        for k, I in enumerate(md.ind):                  # counts with item j at its floor
+            inv = np.exp(-logp[:, :, k])                               # M x Q: 1 / P_jk
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(I > 0, I / (post @ inv.T), 0.0)       # N x M
+            n_lim.append((share.T @ post) * inv)
+        az = a[:, None] * md.z[None, :]
+        w = np.exp(az - az.max(axis=1, keepdims=True))           # only the sign matters
+        ratio = np.where(c > 0, (1 - c) / np.maximum(c, 1e-300), np.inf)
+        right, wrong = (n_lim[1] * w).sum(1), (n_lim[0] * w).sum(1)
+        with np.errstate(invalid="ignore"):
+            return np.flatnonzero(right * ratio - wrong < 0)
 
     def _identify(self, R, C, data):
         return R, C, "theta ~ N(0, 1)"
@@ -216,5 +289,6 @@ class ThreePL(IRTEstimator):
         return np.where(np.isnan(self._col_limit)[None, :], P, self._col_limit[None, :])
 
     def _fit_block(self, Y_new: Any, mask: np.ndarray | None, free: str) -> "ThreePL":
-        raise InputError("ThreePL places new models with evalcert.solvers.irt.score_models "
-                         "(ml, wle, map or eap); two-stage item calibration is not available")
+        raise InputError("ThreePL places new models with est.score(Y_new, method) (= "
+                         "evalcert.solvers.irt.score_models; ml, wle, map or eap); two-stage "
+                         "item calibration is not available")

@@ -1,9 +1,11 @@
 """Log-space elementary symmetric functions (Eq. 3.6)."""
 
 import numpy as np
+import pytest
 from scipy.special import gammaln
 
-from evalcert.solvers.irt.esf import conditional_terms, log_esf
+from evalcert.solvers.irt import esf
+from evalcert.solvers.irt.esf import ObservedSets, conditional_cells, conditional_terms, log_esf
 
 
 def brute_force(b):
@@ -58,3 +60,85 @@ def test_item_multiplicities_equal_repeated_columns():
     first = np.concatenate([[0], np.cumsum(mult)[:-1]])     # one copy of each column
     assert np.allclose(pi_w, pi[:, first], atol=1e-10)
     assert np.allclose(pi_w @ mult, scores)
+
+
+# -- the cell-based fast path (issue 12: CML with missing cells) --------------------------
+def _reference_terms(b, items, score, which):
+    """log gamma_S and pi_j (j in ``which``) of one model by the exact summation algorithm."""
+    full = log_esf(b[items])
+    pi = np.array([np.exp(-b[items][j] + log_esf(np.delete(b[items], j))[score - 1]
+                          - full[score]) for j in which])
+    return full[score], pi
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_conditional_cells_match_the_summation_reference_with_missing_cells(seed, monkeypatch):
+    """Random designs, perturbed difficulties, extreme and central scores, both sum paths."""
+    used = {"chebyshev": 0, "nodes": 0}
+    real = esf._chebyshev_sums
+
+    def spy(*args):
+        out = real(*args)
+        used["nodes" if out is None else "chebyshev"] += 1
+        return out
+    monkeypatch.setattr(esf, "_chebyshev_sums", spy)
+    rng = np.random.default_rng(seed)
+    for M, N, spread in [(9, 6, 1.0), (60, 5, 2.5), (400, 5, 1.0), (1200, 3, 0.4)]:
+        b = rng.normal(0, spread, M) + 1e-9 * rng.standard_normal(M)   # perturbed data
+        obs = rng.random((N, M)) < 0.6
+        obs[:, :2] = True
+        n_i = obs.sum(1)
+        scores = np.array([rng.integers(1, k) for k in n_i])
+        scores[0], scores[-1] = 1, n_i[-1] - 1                      # extreme scores
+        sets = ObservedSets.from_mask(obs)
+        lg, pi, _, bound = conditional_cells(b, sets, scores)
+        assert bound < 1e-12
+        for i in range(N):
+            items = np.flatnonzero(obs[i])
+            which = (np.arange(items.size) if items.size <= 40 else
+                     np.r_[np.argmin(b[items]), np.argmax(b[items]), rng.choice(items.size, 3)])
+            ref_lg, ref_pi = _reference_terms(b, items, scores[i], which)
+            assert abs(lg[i] - ref_lg) <= 1e-10 * max(1.0, abs(ref_lg))
+            got = pi[sets.indptr[i]:sets.indptr[i + 1]][which]
+            assert np.max(np.abs(got - ref_pi) / ref_pi) < 1e-9
+        assert np.allclose(np.add.reduceat(pi, sets.indptr[:-1]), scores, rtol=1e-12)
+    assert used["chebyshev"] > 0 and used["nodes"] > 0
+
+
+def test_chebyshev_sums_equal_node_sums_at_10000_items(monkeypatch):
+    rng = np.random.default_rng(3)
+    b = rng.normal(0, 1.2, 10_000)
+    obs = rng.random((3, 10_000)) < 0.8
+    scores = np.array([40, obs[1].sum() // 2, obs[2].sum() - 300])
+    sets = ObservedSets.from_mask(obs)
+    lg, pi, theta, bound = conditional_cells(b, sets, scores)
+    monkeypatch.setattr(esf, "_CHEB_MAX", 0)                      # node by node only
+    lg_n, pi_n, theta_n, bound_n = conditional_cells(b, sets, scores)
+    assert np.max(np.abs(lg - lg_n) / np.abs(lg_n)) < 1e-13
+    assert np.max(np.abs(pi - pi_n) / pi_n) < 1e-10
+    assert bound < 1e-11 and bound_n < 1e-11
+
+
+def test_error_bound_covers_the_error_when_aliasing_is_forced(monkeypatch):
+    """Too few points on the circle: the reported bound grows and still covers the error."""
+    rng = np.random.default_rng(4)
+    b = rng.normal(0, 1.0, 1500)
+    sets = ObservedSets.from_mask(np.ones((1, 1500), bool))
+    score = np.array([700])
+    ref_lg = log_esf(b)[700]
+    monkeypatch.setattr(esf, "_ALIAS_SD", 1.0)                      # K ~ sd + 40
+    lg, _, _, bound = conditional_cells(b, sets, score)
+    error = abs(np.expm1(lg[0] - ref_lg))                           # relative error of gamma
+    assert 1e-9 < error <= bound
+
+
+def test_warm_start_reaches_the_same_abilities():
+    rng = np.random.default_rng(5)
+    b = rng.normal(size=300)
+    obs = rng.random((20, 300)) < 0.5
+    scores = np.maximum(1, (obs.sum(1) * rng.uniform(0.1, 0.9, 20)).astype(int))
+    sets = ObservedSets.from_mask(obs)
+    cold = conditional_cells(b, sets, scores)
+    warm = conditional_cells(b, sets, scores, start=cold[2] + rng.normal(0, 0.3, 20))
+    assert np.max(np.abs(cold[2] - warm[2])) < 1e-10
+    assert np.max(np.abs(cold[1] - warm[1])) < 1e-12

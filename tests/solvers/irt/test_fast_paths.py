@@ -323,3 +323,72 @@ def test_pooled_cml_matches_unpooled_cml(monkeypatch, rasch_data):
     for attr in ("difficulties_", "abilities_", "difficulties_se_", "abilities_se_"):
         assert np.max(np.abs(getattr(pooled, attr) - getattr(plain, attr))) < 1e-8, attr
     assert pooled.loglik_ == pytest.approx(plain.loglik_, rel=1e-12)
+
+
+# -- CML with missing cells (issue 12) ------------------------------------------------------
+def _reference_cml(Y):
+    """CML written plainly: exact summation ESFs per model, BFGS over sum-zero difficulties."""
+    from scipy.optimize import minimize
+
+    from evalcert.solvers.irt.esf import log_esf
+    obs = ~np.isnan(Y)
+    hits = np.nan_to_num(Y)
+    ones, scores = hits.sum(0), hits.sum(1).astype(int)
+
+    def objective(x):
+        b = np.r_[-x.sum(), x]
+        value, grad = ones @ b, ones.copy()
+        for i in range(Y.shape[0]):
+            items = np.flatnonzero(obs[i])
+            full = log_esf(b[items])
+            value += full[scores[i]]
+            for k, j in enumerate(items):       # d log gamma / d b_j = -pi_ij
+                loo = log_esf(np.delete(b[items], k))
+                grad[j] -= np.exp(-b[j] + loo[scores[i] - 1] - full[scores[i]])
+        return value, grad[1:] - grad[0]
+    x = minimize(objective, np.zeros(Y.shape[1] - 1), jac=True, method="BFGS",
+                 options={"gtol": 1e-10}).x
+    return np.r_[-x.sum(), x]
+
+
+def test_cml_with_missing_cells_matches_a_plain_reference():
+    Y, *_ = simulate(40, 12, seed=31)
+    Y = _with_missing(Y, 0.25, 3)
+    Y[np.random.default_rng(4).random(Y.shape) < 0.05] = np.nan     # perturbed design
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = Rasch(method="cml", tol=1e-10).fit(Y)
+    keep_r = ~np.isin(est.model_names_, est.result_.excluded_models)
+    keep_c = ~np.isin(est.result_.item_names, est.result_.excluded_items)
+    reference = _reference_cml(Y[np.ix_(keep_r, keep_c)])
+    assert np.max(np.abs(est.difficulties_[keep_c] - reference)) < 1e-6
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.4])
+def test_cml_schur_steps_reach_the_diagonal_steps_optimum(monkeypatch, missing):
+    from evalcert.solvers.irt import rasch as rasch_module
+    Y = _with_missing(simulate(150, 40, seed=32)[0], missing, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fast = Rasch(method="cml", tol=1e-10).fit(Y)
+        monkeypatch.setattr(rasch_module, "_SCHUR_FLOPS", 0.0)
+        slow = Rasch(method="cml", tol=1e-10).fit(Y)
+    assert "Schur Hessian" in fast.result_.solver and "diagonal" in slow.result_.solver
+    for attr in ("difficulties_", "abilities_", "difficulties_se_", "abilities_se_"):
+        assert np.nanmax(np.abs(getattr(fast, attr) - getattr(slow, attr))) < 1e-8, attr
+    assert fast.n_iter_ < slow.n_iter_
+
+
+def test_jml_pooled_information_equals_the_information_recomputed_from_data(rasch_data):
+    """The JML certificate takes the pooled curvature; recomputed from the data it is the same."""
+    est = Rasch(method="jml")
+    data = validate_responses(_with_missing(rasch_data[0], 0.3, 7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = est._fit(data)
+    sub = data.take(out["keep_rows"], out["keep_cols"])
+    hR, hC = est._information(sub, out["R"], out["C"], np.zeros(0))
+    assert np.allclose(1 / np.sqrt(hR), out["se_R"], rtol=1e-12)
+    assert np.allclose(1 / np.sqrt(hC), out["se_C"], rtol=1e-12)
+    recomputed = est._stationarity(sub, out["R"], out["C"], np.zeros(0), 0.0, ("rows", "cols"))
+    assert recomputed == pytest.approx(out["stationarity"], rel=1e-9)

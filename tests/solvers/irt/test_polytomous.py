@@ -8,7 +8,7 @@ import pytest
 from scipy.integrate import quad
 from scipy.optimize import approx_fprime
 
-from evalcert.errors import InputError
+from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.marginal import MarginalData
 from evalcert.solvers.irt.polytomous import GradedResponse
 
@@ -40,9 +40,10 @@ def test_marginal_loglik_matches_brute_force_quadrature():
     assert est.loglik_ == pytest.approx(total, rel=1e-9)
 
 
-def test_gradient_is_exact():
+@pytest.mark.parametrize("slope_prior", [4.0, 0.0])   # log-normal prior in log a; pure ML in a
+def test_gradient_is_exact(slope_prior):
     Y, *_ = simulate_grm(30, 3, 5, seed=2)
-    est = GradedResponse()
+    est = GradedResponse(slope_prior=slope_prior)
     md = MarginalData((Y - 1).astype(int), 5, 61)
     x = np.random.default_rng(0).normal(0.0, 0.5, 3 * 5)        # a, d1, 3 gaps per item
     num = approx_fprime(x, lambda v: est._objective(v, md, 3, 5)[0], 1e-6)
@@ -72,11 +73,11 @@ def test_threshold_ses_match_a_numerical_delta_method():
     md = MarginalData((Y - 1).astype(int), K, 61)
     # rebuild x from the estimates and differentiate b(x) numerically
     a, d = est.discriminations_, -est.thresholds_ * est.discriminations_[:, None]
-    x = np.concatenate([a, d[:, 0], np.log(-np.diff(d, axis=1)).ravel()])
+    x = np.concatenate([np.log(a), d[:, 0], np.log(-np.diff(d, axis=1)).ravel()])  # log a
     from evalcert.solvers.irt.marginal import maximise
     out = maximise(lambda v: est._objective(v, md, m, K), x, tol=1e-5, max_iter=50, what="t")
     def thresholds(v):
-        aa, dd, _ = est._intercepts(v, m, K)
+        aa, dd, *_ = est._intercepts(v, m, K)
         return (-dd / aa[:, None]).ravel()
     J = np.array([approx_fprime(out["x"], lambda v, k=k: thresholds(v)[k], 1e-7)
                   for k in range(m * (K - 1))])
@@ -91,3 +92,14 @@ def test_refusals():
         GradedResponse().fit(np.ones((5, 3)))
     with pytest.raises(InputError, match="distinct categories"):
         GradedResponse().fit(np.arange(100.0).reshape(10, 10))
+
+
+def test_pure_ml_slope_that_does_not_exist_is_refused_with_the_item():
+    # old code: L-BFGS stopped "converged" with the first slope ~ 120 (gradient underflow)
+    Y, *_ = simulate_grm(100, 10, 3, seed=5)
+    rest = Y[:, 1:].sum(1)
+    Y[:, 0] = 1 + (rest > np.quantile(rest, 1 / 3)) + (rest > np.quantile(rest, 2 / 3))
+    with pytest.raises(ConvergenceError, match="slope MLE does not exist for 1 item: item0"):
+        GradedResponse(slope_prior=0).fit(Y)
+    est = GradedResponse().fit(Y)                              # the default prior keeps it
+    assert 1 < est.discriminations_[0] < 10 and np.all(np.abs(est.thresholds_[0]) < 2)

@@ -156,3 +156,37 @@ def test_wle_on_3pl_items_converges_where_plain_scoring_steps_crawl():
         roots = [brentq(warm, grid[k], grid[k + 1], xtol=1e-13) for k in range(480)
                  if vals[k] > 0 > vals[k + 1]]
         assert any(abs(theta[i] - r) < 1e-7 for r in roots)
+
+
+@pytest.mark.parametrize("method", ["ml", "wle", "map", "eap"])
+def test_estimator_score_is_score_models(method):
+    from evalcert.solvers.irt import ThreePL
+
+    Y = simulate(120, 10, seed=9)[0]
+    Y[0], Y[1] = 1.0, 0.0                               # all correct, all wrong (ML: +-inf)
+    for est in (Rasch(method="mml"), TwoPL(method="mml"), ThreePL(guessing=0.2)):
+        est.fit(Y[5:])
+        got, ref = est.score(Y[:5], method=method), score_models(est, Y[:5], method)
+        np.testing.assert_array_equal(got.abilities, ref.abilities)
+        np.testing.assert_array_equal(got.standard_errors, ref.standard_errors)
+        assert got.method == method and got.item_model == est.model_name
+        if method in ("wle", "map", "eap"):
+            assert np.all(np.isfinite(got.abilities))
+    prior = Rasch(method="mml").fit(Y[5:]).score(Y[:5], method="map", prior=(0.0, 0.5))
+    assert prior.prior_sd == 0.5
+
+
+def test_estimator_score_refuses_models_without_binary_item_curves():
+    from evalcert.solvers.irt import GradedResponse, LogisticFactor
+
+    rng = np.random.default_rng(0)
+    graded = GradedResponse().fit(rng.integers(1, 4, (60, 5)).astype(float))
+    with pytest.raises(InputError, match="no unidimensional binary item curves"):
+        graded.score(np.ones((2, 5)))
+    Y = simulate(60, 8, seed=2)[0]
+    with pytest.raises(InputError, match="no unidimensional binary item curves"):
+        LogisticFactor(dims=2).fit(Y).score(Y[:2])
+    with pytest.raises(InputError, match="not fitted"):
+        Rasch().score(Y[:2])
+    with pytest.raises(InputError, match="method must be one of"):
+        Rasch(method="mml").fit(Y).score(Y[:2], method="mle")
