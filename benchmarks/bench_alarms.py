@@ -7,6 +7,16 @@ model built once and re-solved. Real size (issue 11): the M=1 curve over 475,800
 (:mod:`evalcert.logic.simulate`, seed 0) with the M=1 time on the same log as the
 reference. Run: ``python benchmarks/bench_alarms.py [--quick]`` (``--quick`` skips the
 real-size ILP rows).
+
+``--sweep`` (issue 11, item 3) runs instead, per simulated log, the M=1 alarm (reference),
+M=2 and the full joint, and prints T, the number of MILPs, wall and CPU seconds and the
+slowest single solve: seeds 0-9 at Q = 1000, R = 3, N = 5 with varied grader accuracies and
+label balance, plus 200-item, 4-grader logs with 10% of decisions skipped (M=1 and M=2 on
+the items everyone decided, ``on_missing="drop"``; the full joint keeps every item and
+judges each grader on its own, ``on_missing="keep"``). ``--sweep --levels`` adds the old
+whole-Q-complex level search (``search="levels"``) as the in-process reference
+(slow: minutes per case). Example:
+``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_alarms.py --sweep``.
 """
 
 from __future__ import annotations
@@ -50,7 +60,86 @@ def random_counts(n_items: int, n_labels: int, n_graders: int, seed: int = 0):
     return label_counts(data)
 
 
+#: (seed, acc_low, acc_high, alpha) of the Q = 1000, R = 3, N = 5 sweep
+SWEEP = [(0, 0.55, 0.85, 3.0), (1, 0.55, 0.85, 3.0), (2, 0.55, 0.85, 3.0),
+         (3, 0.4, 0.7, 3.0), (4, 0.4, 0.7, 0.7), (5, 0.7, 0.95, 3.0), (6, 0.7, 0.95, 0.7),
+         (7, 0.55, 0.85, 0.7), (8, 0.35, 0.6, 3.0), (9, 0.6, 0.9, 1.5)]
+
+
+def timed(fn: Callable[[], object]) -> tuple[object, float, float, float]:
+    """(result, wall s, CPU s, slowest single HiGHS solve in CPU s) of one call."""
+    from evalcert.logic import ilp, joint
+
+    slowest = [0.0]
+    solve, run_solver = ilp.HighsModel.solve, joint.run_solver
+
+    def track(fn: Callable) -> Callable:
+        def tracked(*args, **kwargs):
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                slowest[0] = max(slowest[0], time.process_time() - start)
+        return tracked
+
+    ilp.HighsModel.solve, joint.run_solver = track(solve), track(run_solver)
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        out = fn()
+        return out, time.perf_counter() - wall, time.process_time() - cpu, slowest[0]
+    finally:
+        ilp.HighsModel.solve, joint.run_solver = solve, run_solver
+
+
+def sweep(levels: bool) -> None:
+    """The issue-11 sweep: one row per (log, method)."""
+    from fractions import Fraction
+
+    from evalcert.logic.joint import _joint_builder, exact_alarm, joint_start
+
+    cases = [(f"Q=1000 N=5 seed={s} acc={lo}-{hi} alpha={a}",
+              simulate_decisions(1000, 3, 5, seed=s, acc_low=lo, acc_high=hi, alpha=a), None)
+             for s, lo, hi, a in SWEEP]
+    cases += [] if "--no-skip" in sys.argv else [(f"Q=200 N=4 skip=0.1 seed={s}",
+               simulate_decisions(200, 3, 4, seed=s, skip=0.1, on_missing="drop"),
+               simulate_decisions(200, 3, 4, seed=s, skip=0.1, on_missing="keep"))
+              for s in range(3)]
+    rows = []
+    for name, dec, kept in cases:
+        m1, w1, c1, _ = timed(lambda: alarm(dec, "0.5", curves=False))
+        runs = [("M=1", m1, w1, c1, 0.0, len(dec.items))]
+        res, w, c, slow = timed(lambda: alarm_m2(dec, "0.5"))
+        runs.append(("M=2", res, w, c, slow, len(dec.items)))
+        full_dec = kept if kept is not None else dec
+        res, w, c, slow = timed(lambda: alarm_full(full_dec, "0.5"))
+        runs.append(("full", res, w, c, slow, len(full_dec.items)))
+        if levels:  # the previous search over levels, same start point
+            top = m1.T if kept is None else Fraction(1)
+            res, w, c, slow = timed(lambda: exact_alarm(
+                _joint_builder(full_dec), full_dec, "0.5", upper=top, m="full",
+                method="full-joint ILP", search="levels", max_binding_keys=0, max_checks=0,
+                start=joint_start(full_dec, top, "highs")))
+            runs.append(("full (levels)", res, w, c, slow, len(full_dec.items)))
+        for method, res, w, c, slow, q in runs:
+            rows.append([name, method, q, str(res.T), getattr(res, "n_solves", 0) or 0,
+                         f"{w:.2f}", f"{c:.2f}", f"{slow:.2f}", f"{w / max(w1, 1e-9):,.0f}x",
+                         f"{peak_mb():.0f} MB"])
+        print(format_table(rows[-len(runs):], HEAD), flush=True)
+    print("\nall cases:")
+    print(format_table(rows, HEAD))
+    worst = max((r for r in rows if r[1] != "M=1"), key=lambda r: float(r[5]))
+    print(f"worst wall: {worst[0]} {worst[1]}: {worst[5]} s wall, {worst[6]} CPU-s "
+          f"(target: under 60 s on 2 cores)")
+
+
+HEAD = ["log", "method", "items", "T", "MILPs", "wall s", "CPU s", "slowest solve CPU s",
+        "wall / M=1", "peak RSS"]
+
+
 def main() -> None:
+    if "--sweep" in sys.argv:
+        sweep("--levels" in sys.argv)
+        return
     mt = paper_summaries()
     big = random_counts(1000, 3, 10)
     huge = random_counts(10**6, 3, 10)

@@ -43,8 +43,8 @@ from scipy.stats import kendalltau, spearmanr
 from evalcert.results import format_table
 from evalcert.solvers.irt import Rasch, TwoPL
 
-HEADERS = ["shape", "runner", "seconds", "CPU s", "vs best peer", "corr(b)", "rank corr(b)", "slope(b)",
-           "peak RSS MiB", "status"]
+HEADERS = ["shape", "runner", "seconds", "CPU s", "vs best peer", "corr(b)", "rank corr(b)",
+           "slope(b)", "peak RSS MiB", "status"]
 SHAPES = ["rasch:1000x200", "rasch:100x5000", "2pl:100x5000", "rasch:300x20000@0.5",
           "2pl:300x20000@0.5"]
 METHODS = {"rasch": ("jml", "cml", "mml"), "2pl": ("mml",)}
@@ -174,8 +174,8 @@ def _verdict(results: dict, mine_keys: list, peer_keys: list) -> str:
 
 REAL = {"PSN-IRT 2pl": ("PSN-IRT/combine.csv", False),
         "ChemBench 2pl": ("irt-on-bench/binary_matrix.csv", True)}
-REAL_HEADERS = ["data", "runner", "seconds", "CPU s", "Kendall(ability, accuracy)", "negative slopes",
-                "peak RSS MiB", "status"]
+REAL_HEADERS = ["data", "runner", "seconds", "CPU s", "Kendall(ability, accuracy)",
+                "negative slopes", "peak RSS MiB", "status"]
 
 
 def read_real(root: str, path: str, transposed: bool) -> np.ndarray:

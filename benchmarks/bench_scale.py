@@ -23,7 +23,7 @@ Every phase is timed in wall seconds AND the process's CPU seconds
 (``time.process_time``; single-threaded numerics with
 ``OPENBLAS_NUM_THREADS=1``, so CPU is close to what an idle machine's wall
 clock would be when other jobs share the cores). Memory: the peak resident
-set of the child (``ru_maxrss``, before the osqp-direct reference) minus its
+set of the child (``VmHWM``, before the osqp-direct reference) minus its
 resident set after the imports, per observed cell (also after the read and
 before the certificate), and the peak against
 :func:`evalcert.memory.estimate_fit_from_file_bytes`. The last columns give
@@ -43,7 +43,6 @@ import argparse
 import multiprocessing as mp
 import os
 import queue as queue_module
-import resource
 import sys
 import tempfile
 import time
@@ -115,8 +114,9 @@ def write_parquet(path: Path, K: int, J: int, n: int | None, seed: int = 0) -> i
 
 class _Phases:
     """Wall and CPU seconds per phase, and the process's peak resident set
-    (``ru_maxrss``, exact, unlike sampling: scipy's C loops hold the GIL) at
-    the end of each phase: the peak up to and including it."""
+    (``VmHWM``, exact, unlike sampling: scipy's C loops hold the GIL; not
+    ``ru_maxrss``, which after fork + exec starts at the parent's size) at the
+    end of each phase: the peak up to and including it."""
 
     def __init__(self):
         self.peaks, self.times = {}, {}
@@ -128,7 +128,9 @@ class _Phases:
 
     @staticmethod
     def maxrss() -> int:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        with open("/proc/self/status") as fh:
+            line = next(line for line in fh if line.startswith("VmHWM:"))
+        return int(line.split()[1]) * 1024
 
     def run(self, name, func, *args, **kwargs):
         self.peaks.setdefault(f"before {name}", self.maxrss())
@@ -210,7 +212,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes only (~1 minute)")
     parser.add_argument("--huge", action="store_true",
-                        help="add 10^8 cells when the memory estimate fits (~11 GB)")
+                        help="add 10^8 cells when the memory estimate fits (~15 GiB)")
     parser.add_argument("--only", type=int, default=None,
                         help="run only the cases with this many observed cells (e.g. 20000000)")
     parser.add_argument("--osqp-limit", type=float, default=120.0,

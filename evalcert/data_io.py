@@ -140,8 +140,9 @@ class _NameCodes:
             new = new[np.argsort(first[new], kind="stable")]
             names = values.take(new) if hasattr(values, "take") and hasattr(values, "type") \
                 else values[new]
-            if not (hasattr(names, "type") and (pa.types.is_string(names.type)
-                                                or pa.types.is_large_string(names.type))):
+            if hasattr(names, "type") and pa.types.is_large_string(names.type):
+                names = names.cast(pa.string())            # one type for all candidates
+            elif not (hasattr(names, "type") and pa.types.is_string(names.type)):
                 raw = names.to_pylist() if hasattr(names, "to_pylist") else list(names)
                 names = pa.array(list(map(_name_text, raw)), type=pa.string())
             length = pc.binary_length(names).to_numpy(zero_copy_only=False)

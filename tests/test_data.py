@@ -329,6 +329,13 @@ def test_counting_sort_equals_the_stable_argsort(seed):
     assert _row_major_permutation(key // J, key % J, (K, J)) is None   # sorted: no work
 
 
+def test_a_counting_sort_that_loses_order_is_caught_not_trusted(monkeypatch):
+    from evalcert import data_cells
+    monkeypatch.setattr(data_cells, "_counting_order", lambda keys, size, carry: carry[::-1])
+    with pytest.raises(RuntimeError, match="counting sort of the cells failed"):
+        ScoreMatrix.from_cells([1, 0, 1], [0, 0, 1], [0.1, 0.2, 0.3], ["a", "b"], ["x", "y"])
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_bipartite_components_on_unsorted_cells_match_a_union_find(seed):
     rng = np.random.default_rng(seed)
@@ -428,13 +435,18 @@ def test_empty_and_null_names_are_refused_with_their_row_in_any_batch(tmp_path):
         read_scores(tmp_path / "m.parquet", format="long", batch_rows=2)
 
 
-def test_integer_names_in_parquet_read_as_their_text(tmp_path):
+def test_integer_and_large_string_names_in_parquet_read_as_their_text(tmp_path):
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
     pq.write_table(pa.table({"agent": [7, 3, 7], "item": [10, 10, 11],
                              "score": [0.1, 0.2, 0.3]}), tmp_path / "i.parquet")
     S = read_scores(tmp_path / "i.parquet", format="long", batch_rows=1)
     assert S.agents == ("7", "3") and S.items == ("10", "11") and S.n_observed == 3
+    pq.write_table(pa.table({"agent": pa.array(["b", "a", "b"], pa.large_string()),
+                             "item": pa.array(["x", "x", "y"], pa.large_string()),
+                             "score": [0.1, 0.2, 0.3]}), tmp_path / "l.parquet")
+    S = read_scores(tmp_path / "l.parquet", format="long", batch_rows=2)
+    assert S.agents == ("b", "a") and S.items == ("x", "y") and S.n_observed == 3
 
 
 # ------------------------------------------------------------ evalcert.memory (issue 13 item 5)

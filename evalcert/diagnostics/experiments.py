@@ -50,8 +50,8 @@ from evalcert.diagnostics.sampling import HoldoutScheme, holdout_on_cells, sampl
 from evalcert.parallel import Backend, parallel_map
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["FailedFit", "SparseRecoveryResult", "sparse_recovery", "CoverageSweepResult", "coverage_sweep",
-           "BaselineComparisonResult", "baseline_comparison"]
+__all__ = ["FailedFit", "SparseRecoveryResult", "sparse_recovery", "CoverageSweepResult",
+           "coverage_sweep", "BaselineComparisonResult", "baseline_comparison"]
 
 _METRICS = ("coverage", "rmse", "spearman", "kendall", "auc")
 

@@ -28,8 +28,9 @@ same M, ``S_M(q, T)`` is non-empty, and ``max_accuracy = T`` exactly for the (gr
 pairs that bind there. Under M=1 the level does not lower the maxima at an attaining key:
 ``max_correct = min(q_l, R_{l,i})`` (:func:`~evalcert.logic.alarms.best_correct`).
 
-Each bound is one integer program (PuLP + HiGHS/CBC, zero gap), skipped when a point found
-earlier already reaches the trivial bound (``min(q_l, R_{l,i})`` above;
+Each bound is one integer program (zero gap; HiGHS through one
+:class:`~evalcert.logic.ilp.HighsModel` per key and range, re-solved with each objective,
+or CBC through PuLP), skipped when a point found earlier already reaches the trivial bound (``min(q_l, R_{l,i})`` above;
 ``max(ceil(f q_l), q_l + R_{l,i} - Q, 0)`` below), so a proof by point replaces the solve.
 Every point is re-checked in exact integer arithmetic
 (:func:`~evalcert.logic.search.check_integer_solution`); a status other than Optimal or
@@ -51,8 +52,8 @@ import numpy as np
 import pulp
 
 from evalcert.errors import InfeasibleError, InputError, SolverError
-from evalcert.logic.ilp import M1Model, run_solver
-from evalcert.logic.search import check_integer_solution
+from evalcert.logic.ilp import HighsModel, M1Model, run_solver
+from evalcert.logic.search import check_integer_solution, linear_value
 from evalcert.logic.summaries import Decisions, LabelCounts, as_label_counts, as_threshold
 from evalcert.results import ResultMixin, format_table
 
@@ -178,18 +179,6 @@ class LabelBounds(ResultMixin):
                 "seconds": self.seconds, "rows": self.rows()}
 
 
-def _exact(expr: Any, values: dict[str, int]) -> int:
-    """Value of a PuLP expression with integer coefficients at an integer point."""
-    if isinstance(expr, (int, np.integer)):
-        return int(expr)
-    if isinstance(expr, pulp.LpVariable):
-        return values[expr.name]
-    terms = [(int(c), c, values[v.name]) for v, c in expr.items()]
-    if all(ci == c for ci, c, _ in terms) and int(expr.constant) == expr.constant:
-        return sum(ci * val for ci, _, val in terms) + int(expr.constant)
-    raise SolverError(f"correct-count expression {expr} has non-integer coefficients")
-
-
 def _builder(data: Any, m: int | str) -> tuple[Callable[[tuple[int, ...]], Any],
                                                LabelCounts]:
     """``build(key) -> (prob, correct[i][t])`` for the model of order ``m``, and the counts."""
@@ -229,24 +218,49 @@ def _builder(data: Any, m: int | str) -> tuple[Callable[[tuple[int, ...]], Any],
     return build, counts
 
 
+def _runner(prob: pulp.LpProblem, solver: str) -> Callable[[int, Any], str]:
+    """``run(sense, objective) -> status`` leaving the point in the PuLP variables: HiGHS
+    through one :class:`~evalcert.logic.ilp.HighsModel` re-solved with new objectives (no
+    rebuild per solve), CBC through PuLP."""
+    if solver != "highs":
+        def run(sense: int, objective: Any) -> str:
+            prob.setObjective(objective)
+            prob.sense = sense
+            return run_solver(prob, solver)[0]
+        return run
+    model = HighsModel(prob)
+
+    def run_highs(sense: int, objective: Any) -> str:
+        coefs: dict[int, float] = {}
+        for var, c in pulp.lpSum([objective]).items():
+            col = model.index[var.name]
+            coefs[col] = coefs.get(col, 0.0) + float(c)
+        model.set_objective(coefs, maximize=sense == pulp.LpMaximize)
+        status = model.solve()
+        if status == "Optimal":
+            model.write_back()
+        return status
+    return run_highs
+
+
 def _solve_range(prob: pulp.LpProblem, correct: list[list[Any]], key: tuple[int, ...],
                  floor: np.ndarray, cap: np.ndarray, seen: tuple[np.ndarray, np.ndarray],
                  solver: str, what: str, bar: Any) -> tuple[np.ndarray, np.ndarray, int] | None:
     """Min and max of every ``correct[i][t]`` over the model's integer points (None if it
     has none). ``seen`` (lowest, highest values met at consistent points) is updated."""
     n_solves = 0
+    run = _runner(prob, solver)
 
     def solve(sense: int, objective: Any, label: str) -> np.ndarray | None:
         nonlocal n_solves
-        prob.setObjective(objective)
-        prob.sense = sense
-        status, _ = run_solver(prob, solver)
+        status = run(sense, objective)
         n_solves += 1
         bar.update(1)
         if status != "Optimal":
             return None
         values = check_integer_solution(prob, f"{what}: {label}")
-        point = np.array([[_exact(e, values) for e in row] for row in correct], dtype=np.int64)
+        point = np.array([[int(linear_value(e, values)) for e in row] for row in correct],
+                         dtype=np.int64)
         np.minimum(seen[0], point, out=seen[0])
         np.maximum(seen[1], point, out=seen[1])
         return point

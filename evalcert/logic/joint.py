@@ -19,8 +19,12 @@ M=1 and M=2 sets are relaxations of it, so ``T_full <= T_2 <= T_1``). With skipp
 (``on_missing="keep"``) each grader is judged on the items it decided; the key still covers
 every item, so the guarantee is the same statement, per grader, on its own items.
 
-``T`` is found by :func:`evalcert.logic.search.max_ratio` (exact, ``~2 log2 Q`` ILPs); the
-witness of every feasible answer is re-checked in integer arithmetic. Dawid & Skene's 45
+With complete decisions ``T`` is found by :class:`evalcert.logic.search.KeySearch`: the
+model is copied once into HiGHS, the answer keys its LP relaxation allows just above the
+best known point are listed, and each is decided by a fixed-key MILP (the key fixes every
+denominator); with skipped items, or ``solver="cbc"``, by the level search
+:func:`evalcert.logic.search.max_ratio` over the whole Q-complex. The witness of every
+feasible answer is re-checked in integer arithmetic. Dawid & Skene's 45
 patients with 5 raters (first rating each, 4 labels): see ``tests/logic/test_joint.py``.
 """
 
@@ -320,8 +324,14 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 start: tuple[Fraction, tuple[int, ...], Any] | None = None,
                 improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
                 search: str = "keys", max_keys: int = 2000) -> AlarmResult:
-    """Alarm from a model builder: exact ``T`` by :func:`max_ratio`, attaining keys and
-    binding (grader, label) pairs by fixed-key ILPs, every feasible point re-checked.
+    """Alarm from a model builder: exact ``T``, attaining keys and binding (grader, label)
+    pairs by fixed-key ILPs, every feasible point re-checked.
+
+    ``search="keys"`` (with HiGHS and complete decisions: every denominator a key count)
+    lists the keys the LP relaxation allows and decides them one by one
+    (:class:`KeySearch`, at most ``max_keys`` before it bisects levels with whole-Q-complex
+    MILPs); ``search="levels"`` (also the path for skipped items and CBC) searches levels
+    over the whole Q-complex (:func:`max_ratio`). Both are exact and agree (tests).
 
     ``candidates(T)`` returns ``(count, keys)`` of keys that may attain ``T`` (a superset, e.g.
     the M=1 keys with ``v(q) >= T``); without it only the witness key is listed.
@@ -342,8 +352,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     ...     return _Spec(model.prob, model.q, model.correct, model.den)
     >>> result = exact_alarm(build, dec, "0.5", upper=Fraction(1), m="full",
     ...                      method="full-joint ILP")
-    >>> result.T, result.attaining_keys
-    (Fraction(5, 8), ((6, 16, 3),))
+    >>> result.T, result.attaining_keys[0] in {(6, 16, 3), (8, 14, 3)}  # a witness key
+    (Fraction(5, 8), True)
     """
     x = as_threshold(threshold)
     t0 = time.perf_counter()
@@ -385,8 +395,9 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
         attained = start[0]
         found[attained] = (start[1], start[2])
     by_keys, finder = None, None
-    if search == "keys" and solver == "highs":
-        kspec = build(None)
+    kspec = build(None) if search == "keys" and solver == "highs" else None
+    if kspec is not None and all(d is q for row in kspec.den for d, q in zip(row, kspec.q)):
+        # complete decisions: every denominator is a key count (skipped items: levels)
         finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
         by_keys = finder.run(attained, upper, lambda values, f: accept(
             _evaluate(kspec, f"{method} at level {f}"), f))

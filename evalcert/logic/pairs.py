@@ -13,9 +13,10 @@ The M=2 axioms of App. C (Eq. 16) are linear identities among these variables, p
 exactly like the M=1 ones by expanding every count into pair counts given true label, so
 they hold on every point of this model; the M=2 possible set at a key is therefore
 contained in the product of the M=1 sets, and the M=2 threshold is never looser:
-``T_2 <= T_1``. ``T_2`` is a ratio ``k / n`` with ``n <= Q``, found by bisection over
-the fractions with denominator ``<= Q`` (:mod:`evalcert.logic.search`), one whole-Q-complex
-feasibility ILP per step, without listing the ratios.
+``T_2 <= T_1``. ``T_2`` is a ratio ``k / n`` with ``n <= Q``, found without listing the
+ratios (:mod:`evalcert.logic.search`): the answer keys the LP relaxation allows above the
+best known point are listed and each decided by a fixed-key MILP that maximises the level
+at that key (:class:`~evalcert.logic.search.KeySearch`).
 """
 
 from __future__ import annotations
@@ -154,8 +155,10 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
              verbose: bool = False) -> AlarmResult:
     """No-knowledge alarm under the M=2 axioms (ILP).
 
-    ``T_2`` comes from :func:`evalcert.logic.search.max_ratio` (``~2 log2 Q`` whole-QC
-    ILPs, each feasible point re-checked in integers). Attaining keys are searched among
+    ``T_2`` comes from :class:`evalcert.logic.search.KeySearch` (one cached HiGHS model:
+    LPs list the candidate keys, a fixed-key MILP decides each; every feasible point
+    re-checked in integers; ``solver="cbc"``: the level search
+    :func:`evalcert.logic.search.max_ratio`). Attaining keys are searched among
     the keys whose M=1 value reaches ``T_2`` (exactly, when at most ``max_checks`` of
     them; otherwise a witness key is listed and ``n_attaining`` is None); a (grader, label)
     pair binds at a key when no M=2-consistent evaluation with everyone at least ``T_2``

@@ -35,6 +35,7 @@ brute force in the tests.
 
 from __future__ import annotations
 
+import itertools
 import math
 from fractions import Fraction
 from typing import Any, Callable
@@ -229,8 +230,8 @@ class KeySearch:
         self._alive: list[Any] = []  # the expressions keyed by id() stay alive
         self.key = [self.column(e) for e in q]
         self.levels: list[tuple[int, int, int]] = []  # (row, M column, D column)
-        self.best: int | None = None  # column of the best level at a fixed key
-        self.best_rows: list[tuple[int, int]] = []  # (row, key coordinate)
+        self.best = m.add_column(0, 1, False)  # the best level at a fixed point (objective)
+        self.best_rows: list[tuple[int, int]] = []  # (row, D column)
         by_den: dict[int, int] = {}
         for i, row in enumerate(correct):
             for t, corr in enumerate(row):
@@ -240,14 +241,10 @@ class KeySearch:
                     self.levels.append((m.add_row(-0.5, None, {mm: 1.0, d_col: 0.0}), mm, d_col))
                     by_den[d_col] = mm
                 m.add_row(-1e-6, None, {self.column(corr): 1.0, by_den[d_col]: -1.0})
-                if d_col in self.key:  # at a fixed key: correct >= q_t * best (objective)
-                    if self.best is None:
-                        self.best = m.add_column(0, 1, False)
-                    self.best_rows.append((m.add_row(-1e-6, None, {self.column(corr): 1.0,
-                                                                    self.best: 0.0}),
-                                           self.key.index(d_col)))
+                self.best_rows.append((m.add_row(-1e-6, None, {self.column(corr): 1.0,
+                                                                self.best: 0.0}), d_col))
         lp = m.h.getLp()
-        self.bounds = [(lp.col_lower_[c], lp.col_upper_[c]) for c in self.key]
+        self.bounds = {c: (lp.col_lower_[c], lp.col_upper_[c]) for c in self.key}
 
     def column(self, expr: Any) -> int:
         """The HiGHS column of a PuLP variable, or of a new integer column ``= expr``."""
@@ -277,66 +274,67 @@ class KeySearch:
             return None
         return self.model.values()[col]
 
-    def _range(self, j: int) -> range:
-        """Integer values of key coordinate ``j`` the LP allows (earlier ones fixed): its LP
-        minimum and maximum, rounded outwards, within the coordinate's bounds."""
-        low = self._extreme(self.key[j], False)
+    def _range(self, col: int) -> range:
+        """Integer values of a column the LP allows (earlier ones fixed): its LP minimum
+        and maximum, rounded outwards, within the column's bounds."""
+        low = self._extreme(col, False)
         if low is None:
             return range(0)
-        high = self._extreme(self.key[j], True)
-        lo, hi = self.bounds[j]
+        high = self._extreme(col, True)
+        lo, hi = self.bounds[col]
         return range(max(math.ceil(low - 1e-6), math.ceil(lo)),
                      min(math.floor(high + 1e-6), math.floor(hi)) + 1)
 
-    def region(self) -> list[tuple[int, ...]] | None:
+    def region(self) -> list[dict[int, int]] | None:
         """Every integer key the LP relaxation allows at the current level, or ``None`` when
         there are (probably) more than ``max_keys``: estimated first along the middle slices
         (the region is convex, so a slice through the middle is at least half the widest),
         then listed slice by slice."""
-        keys: list[tuple[int, ...]] = []
-        r = len(self.key)
+        r, points = len(self.key), []
 
-        def walk(j: int, fixed: tuple[int, ...], middle: bool) -> int:
-            values = self._range(j)
-            if j == r - 2 or not values:
+        def walk(j: int, fixed: dict[int, int], middle: bool) -> int:
+            col = self.key[j]
+            if j == r - 1:  # the last key count is the rest
                 if not middle:
-                    keys.extend(fixed + (v, self.n - sum(fixed) - v) for v in values)
-                return len(values)
-            col, (lo, hi) = self.key[j], self.bounds[j]
-            total = 0
+                    points.append({**fixed, col: self.n - sum(fixed.values())})
+                return 1
+            values, total = self._range(col), 0
             for v in values[len(values) // 2:len(values) // 2 + 1] if middle else values:
                 self.model.set_bounds(col, v, v)
-                total += walk(j + 1, fixed + (v,), middle)
-                self.model.set_bounds(col, lo, hi)
-                if len(keys) > 4 * self.max_keys:
+                total += walk(j + 1, {**fixed, col: v}, middle)
+                self.model.set_bounds(col, *self.bounds[col])
+                if len(points) > 4 * self.max_keys:
                     break
             return total * len(values) if middle else total
 
-        too_many = walk(0, (), True) > self.max_keys or (walk(0, (), False) and
-                                                         len(keys) > 4 * self.max_keys)
+        keys = None
+        if walk(0, {}, True) <= self.max_keys:
+            walk(0, {}, False)
+            keys = points if len(points) <= 4 * self.max_keys else None
         self.model.set_objective({})
-        return None if too_many else keys
+        return keys
 
-    def _fix(self, key: tuple[int, ...] | None, level: Fraction) -> None:
-        """Fix the key (``None``: free it). A denominator that is a key count is then a
-        constant ``q``, and ``M >= ceil(level * q)`` becomes a bound the LP sees."""
-        for col, (lo, hi), v in zip(self.key, self.bounds, key or self.bounds):
-            self.model.set_bounds(col, *((lo, hi) if key is None else (v, v)))
+    def _fix(self, point: dict[int, int] | None, level: Fraction) -> None:
+        """Fix the enumerated columns (``None``: free them). A denominator fixed to ``d``
+        makes ``M >= ceil(level * d)`` a bound the LP sees, and ``correct >= d * best``
+        the best level at the point."""
+        for col, (lo, hi) in self.bounds.items():
+            v = None if point is None else point.get(col)
+            self.model.set_bounds(col, *((lo, hi) if v is None else (v, v)))
         for _, mm, d_col in self.levels:
-            low = 0
-            if key is not None and d_col in self.key:
-                q = key[self.key.index(d_col)]
-                low = -(-level.numerator * q // level.denominator)
+            d = None if point is None else point.get(d_col)
+            low = 0 if d is None else -(-level.numerator * d // level.denominator)
             self.model.set_bounds(mm, low, self.n)
-        for row, j in self.best_rows:
-            self.model.set_coeff(row, self.best, 0 if key is None else -key[j])
+        for row, d_col in self.best_rows:
+            d = None if point is None else point.get(d_col)
+            self.model.set_coeff(row, self.best, 0 if d is None else -d)
 
     def solve_at(self, key: tuple[int, ...], level: Fraction,
                  objective: list[tuple[Any, int]] | None = None) -> bool:
         """MILP at a fixed key and level (maximising ``sum coef * expr`` over
         ``objective = [(expr, coef), ...]``); on success the point is in the PuLP variables."""
         self.set_level(level)
-        self._fix(key, level)
+        self._fix(dict(zip(self.key, key)), level)
         cost: dict[int, float] = {}
         for expr, coef in objective or []:
             cost[self.column(expr)] = cost.get(self.column(expr), 0.0) + float(coef)
@@ -353,16 +351,21 @@ class KeySearch:
         """Raise the attained level ``best`` to ``T`` (at most ``upper``); ``record(values,
         level)`` re-checks a feasible point exactly and returns its value (``>= level``).
 
-        While the LP relaxation allows more than ``max_keys`` keys, one whole-Q-complex MILP
-        at a level halfway to the lowest level known infeasible either raises ``best`` or
-        lowers that level (bisection). Returns ``(T, keys decided one by one)``."""
-        hi, decided = upper, set()
+        While the LP relaxation allows more than ``max_keys`` keys, first (once) the keys
+        around the LP relaxation's best point are tried (:meth:`_climb`); then one
+        whole-Q-complex MILP at a level halfway to the lowest level known infeasible either
+        raises ``best`` or lowers that level (bisection). Returns ``(T, keys decided one by
+        one)``."""
+        hi, decided, climbed = upper, set(), False
         while True:
             level = farey_successor(best, self.n) if best < 1 else best
             if best >= upper or level > hi or (level == hi and hi != upper):
                 return best, len(decided)
             self.set_level(level)
             keys = self.region()
+            if keys is None and not climbed:
+                best, climbed = self._climb(best, hi, record), True
+                continue
             if keys is None:  # too many keys: bisect the levels with one whole-QC MILP
                 mid = ((best + hi) / 2).limit_denominator(self.n)
                 mid = mid if best < mid < hi else simplest_between(best, hi)
@@ -377,8 +380,7 @@ class KeySearch:
             listed = level
             for key in self._by_promise(keys, level, decided):
                 self._fix(key, level)
-                if self.best is not None:  # the best point at this key, in one MILP
-                    self.model.set_objective({self.best: 1.0}, maximize=True)
+                self.model.set_objective({self.best: 1.0}, maximize=True)  # best at the key
                 while ((level == listed or self.model.solve(relax=True) == "Optimal") and
                        self.model.solve() == "Optimal"):
                     listed = None  # the level rises: check the LP again first
@@ -389,27 +391,63 @@ class KeySearch:
                         break
                     self.set_level(level)
                     self._fix(key, level)
-                decided.add(key)
+                decided.add(tuple(sorted(key.items())))
                 self.model.set_objective({})
             self._fix(None, level)
             return best, len(decided)
 
-    def _by_promise(self, keys: list[tuple[int, ...]], level: Fraction,
-                    decided: set) -> list[tuple[int, ...]]:
-        """The keys whose LP relaxation is feasible at ``level``, highest LP optimum of the
-        best level at the key first (so the level rises early and the later keys' LPs turn
+    def _climb(self, best: Fraction, hi: Fraction,
+               record: Callable[[dict[str, float], Fraction], Fraction]) -> Fraction:
+        """Raise ``best`` cheaply: bisect the LP relaxation's level (key free) for its best
+        point, and solve the fixed-key MILP (best level at the key) at the integer keys
+        around that point's key (rounded down or up per coordinate; nearest when R > 5)."""
+        low, top, point = best, hi, None
+        for _ in range(24):
+            mid = ((low + top) / 2).limit_denominator(self.n)
+            if not low < mid < top:
+                break
+            self.set_level(mid)
+            self._fix(None, mid)
+            if self.model.solve(relax=True) == "Optimal":
+                low, point = mid, [self.model.values()[c] for c in self.key]
+            else:
+                top = mid
+        if point is None:
+            return best
+        r = len(self.key)
+        roundings = itertools.product((math.floor, math.ceil), repeat=r - 1) if r <= 5 else \
+            [(round,) * (r - 1)]
+        keys = {head + (self.n - sum(head),) for head in (
+            tuple(int(f(v + 0.0)) for f, v in zip(fs, point[:-1])) for fs in roundings)}
+        for key in sorted(keys):
+            level = farey_successor(best, self.n) if best < 1 else best
+            if key[-1] < 0 or level > hi:
+                continue
+            self.set_level(level)
+            self._fix(dict(zip(self.key, key)), level)
+            self.model.set_objective({self.best: 1.0}, maximize=True)
+            if self.model.solve() == "Optimal":
+                self.model.write_back()
+                best = record({v.name: v.varValue for v in self.model.variables}, level)
+            self.model.set_objective({})
+        self._fix(None, best)
+        return best
+
+    def _by_promise(self, keys: list[dict[int, int]], level: Fraction,
+                    decided: set) -> list[dict[int, int]]:
+        """The points whose LP relaxation is feasible at ``level``, highest LP optimum of the
+        best level at the point first (so the level rises early and the later LPs turn
         infeasible); the others are decided."""
-        if self.best is None:
-            return [k for k in keys if k not in decided]
         promise = []
         self.model.set_objective({self.best: 1.0}, maximize=True)
-        for key in keys:
-            if key in decided:
+        for k, key in enumerate(keys):
+            tag = tuple(sorted(key.items()))
+            if tag in decided:
                 continue
             self._fix(key, level)
             if self.model.solve(relax=True) == "Optimal":
-                promise.append((-self.model.values()[self.best], key))
+                promise.append((-self.model.values()[self.best], k))
             else:
-                decided.add(key)
+                decided.add(tag)
         self.model.set_objective({})
-        return [key for _, key in sorted(promise)]
+        return [keys[k] for _, k in sorted(promise)]

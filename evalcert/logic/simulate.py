@@ -1,6 +1,7 @@
 """A documented generator of realistic judge logs, for tests and benchmarks.
 
-True labels are drawn from a label distribution ``pi ~ Dirichlet(3, ..., 3)``; grader ``i``
+True labels are drawn from a label distribution ``pi ~ Dirichlet(alpha, ..., alpha)``
+(``alpha = 3`` by default; small ``alpha`` gives unbalanced labels); grader ``i``
 has accuracy ``a_i ~ Uniform(acc_low, acc_high)`` and, when wrong, picks one of the other
 labels with probabilities from its own ``Dirichlet(1, ..., 1)`` (so errors are
 label-dependent, as with LLM judges that over-call ties); a fraction ``skip`` of decisions
@@ -19,8 +20,8 @@ __all__ = ["simulate_log", "simulate_decisions"]
 
 
 def simulate_log(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0,
-                 acc_low: float = 0.55, acc_high: float = 0.85, skip: float = 0.0
-                 ) -> tuple[pd.DataFrame, np.ndarray]:
+                 acc_low: float = 0.55, acc_high: float = 0.85, skip: float = 0.0,
+                 alpha: float = 3.0) -> tuple[pd.DataFrame, np.ndarray]:
     """A long ``item, grader, label`` log and the true labels (indices) it was drawn from.
 
     Examples
@@ -30,11 +31,11 @@ def simulate_log(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0,
     (['item', 'grader', 'label'], 8, (4,))
     """
     if n_items < 1 or n_labels < 2 or n_graders < 1 or not 0 <= skip < 1 or \
-            not 0 <= acc_low <= acc_high <= 1:
+            not 0 <= acc_low <= acc_high <= 1 or not alpha > 0:
         raise InputError("simulate_log needs n_items >= 1, n_labels >= 2, n_graders >= 1, "
-                         "0 <= acc_low <= acc_high <= 1 and 0 <= skip < 1")
+                         "0 <= acc_low <= acc_high <= 1, 0 <= skip < 1 and alpha > 0")
     rng = np.random.default_rng(seed)
-    truth = rng.choice(n_labels, size=n_items, p=rng.dirichlet(np.full(n_labels, 3.0)))
+    truth = rng.choice(n_labels, size=n_items, p=rng.dirichlet(np.full(n_labels, float(alpha))))
     items, graders, labels = [], [], []
     for i in range(n_graders):
         acc = rng.uniform(acc_low, acc_high)
@@ -53,9 +54,11 @@ def simulate_log(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0,
 
 
 def simulate_decisions(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0,
-                       skip: float = 0.0, **kwargs: float) -> Decisions:
+                       skip: float = 0.0, on_missing: str = "keep",
+                       **kwargs: float) -> Decisions:
     """:func:`simulate_log` read as :class:`Decisions` (labels ``l0, l1, ...`` declared;
-    skipped decisions kept as ``-1`` when ``skip > 0``).
+    skipped decisions kept as ``-1`` when ``skip > 0``, or their items dropped with
+    ``on_missing="drop"``).
 
     Examples
     --------
@@ -65,4 +68,4 @@ def simulate_decisions(n_items: int, n_labels: int, n_graders: int, *, seed: int
     """
     log, _ = simulate_log(n_items, n_labels, n_graders, seed=seed, skip=skip, **kwargs)
     return decisions_from_frame(log, labels=[f"l{v}" for v in range(n_labels)],
-                                on_missing="keep" if skip > 0 else "error")
+                                on_missing=on_missing if skip > 0 else "error")

@@ -89,12 +89,9 @@ def test_bounds_flag_prints_the_ranges_and_max_keys(log, capsys):
 
 
 def test_too_many_programs_refused_before_the_alarm(tmp_path, capsys, monkeypatch):
-    import evalcert.logic.ilp as ilp
+    from tests.logic.test_bounds import forbid_solvers
 
-    def no_solve(*args, **kwargs):
-        raise AssertionError("a solver ran")
-
-    monkeypatch.setattr(ilp, "run_solver", no_solve)
+    forbid_solvers(monkeypatch)
     rows = "".join(f"q{i},g{g},{'abc'[(i + g) % 3]}\n" for i in range(12) for g in range(40))
     path = tmp_path / "many.csv"
     path.write_text("item,grader,label\n" + rows)

@@ -203,13 +203,21 @@ def test_m2_binding_and_m1_closed_form_on_mtbench():
     assert binds == set(r1.binding)
 
 
-def test_bad_input_is_refused_before_any_solve(monkeypatch):
-    import evalcert.logic.bounds as mod
+def forbid_solvers(monkeypatch):
+    """Make every PuLP solve and every HighsModel solve fail the test."""
+    import pulp
+
+    from evalcert.logic.ilp import HighsModel
 
     def no_solve(*args, **kwargs):
         raise AssertionError("a solver ran")
 
-    monkeypatch.setattr(mod, "run_solver", no_solve)
+    monkeypatch.setattr(pulp.LpProblem, "solve", no_solve)
+    monkeypatch.setattr(HighsModel, "solve", no_solve)
+
+
+def test_bad_input_is_refused_before_any_solve(monkeypatch):
+    forbid_solvers(monkeypatch)
     dec = table1_decisions()
     with pytest.raises(InputError, match="label counts"):
         label_bounds(paper_summaries(), [(6, 15, 4)], "0.5", m=2)

@@ -315,3 +315,34 @@ def test_certificate_values_do_not_depend_on_slicing_or_storage(monkeypatch, see
         for f in fields:
             assert getattr(c, f) == pytest.approx(getattr(ref, f), rel=1e-9, abs=1e-12), f
         assert c.passed == ref.passed and c.radius_assumed == ref.radius_assumed
+
+
+def test_the_certificate_makes_no_copy_of_p(monkeypatch):
+    # Regression (issue 13 item 2): the certificate copied P several times (to CSR,
+    # |P|, the curved block; ~0.9 GB at 2 x 10^7 cells). Now its temporaries are
+    # O(n) plus slices of _CHUNK nonzeros, also on the refined (CG) path.
+    import tracemalloc
+
+    from evalcert.solvers.clipped_linear_qp import Design, build_qp
+
+    rng = np.random.default_rng(5)
+    K, J, per_item = 200, 2000, 100             # P: 4 x 10^5 nonzeros, n = 2202 variables
+    cols = np.repeat(np.arange(J), per_item)
+    rows = (rng.integers(0, K, J)[cols] + np.tile(np.arange(per_item) * 2, J)
+            + rng.integers(0, 2, len(cols))) % K
+    order = np.lexsort((cols, rows))
+    design = Design.from_cells(K, J, rows[order], cols[order])
+    qp = build_qp(design, np.clip(rng.normal(0.2, 0.5, design.n_cells), -1, 1),
+                  np.ones(design.n_cells), 1e-6, "all")
+    raw = native.solve(qp)
+    x = raw.x + rng.normal(0, 1e-7, qp.n)            # the refined bound runs
+    monkeypatch.setattr(certs, "_CHUNK", 4096)
+    p_bytes = qp.P.data.nbytes + qp.P.indices.nbytes
+    tracemalloc.start()
+    try:
+        cert = qp_certificate(qp, x, raw.y, Tolerance(1e-12, 1e-12))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert np.isfinite(cert.lower_bound)
+    assert peak < 0.5 * p_bytes, (peak, p_bytes)

@@ -82,15 +82,17 @@ def _agrees(cert, ref) -> bool:
 
 
 def test_two_by_two_without_complete_no_longer_cycles():
-    # Regression: a direct 2x2 call without complete= ended in "cycling" (101 of 300
-    # random 2x2 matrices); this one alternated {0, 5} <-> {0, 7}.
-    S = np.array([[-0.6635352, -0.61341785], [-1.0, 0.7293494]])
+    # Regression: a direct 2x2 call without complete= ended in "cycling" on 101 of 300
+    # random 2x2 matrices (35 of these 100), alternating {0, 5} <-> {0, 7}.
+    rng = np.random.default_rng(0)
     design = Design.from_mask(np.ones((2, 2), bool))
-    qp = build_qp(design, S.ravel(), np.ones(4), 1e-6, "all")
-    raw = native.solve(qp)
-    assert raw.ok and raw.status == "solved"
-    cert = qp_certificate(qp, raw.x, raw.y)
-    assert cert.passed and _agrees(cert, _reference(qp))
+    for _ in range(100):
+        S = np.clip(rng.normal(0, 1, (2, 2)), -1, 1)
+        qp = build_qp(design, S.ravel(), np.ones(4), 1e-6, "all")
+        raw = native.solve(qp)
+        assert raw.ok and raw.status == "solved", S
+        cert = qp_certificate(qp, raw.x, raw.y)
+        assert cert.passed and _agrees(cert, _reference(qp)), S
 
 
 def test_degenerate_two_by_two_stops_at_the_kkt_point():
@@ -104,13 +106,44 @@ def test_degenerate_two_by_two_stops_at_the_kkt_point():
 
 
 def test_large_weights_are_not_claimed_solved_off_the_bounds():
-    # Regression: uniform weights 6.5e5, lam 0: old status "solved" with primal residual 0.23.
-    design, scores, weights, lam, box = _random_case(50)
+    # Regression: uniform weights 1.06e5, lam 1: old status "solved" with rows 0.34 off
+    # their bounds (the certificate refused it; ClippedLinear raised CertificateError).
+    design, scores, weights, lam, box = _random_case(12)
     qp = build_qp(design, scores, weights, lam, box)
     raw = native.solve(qp)
     cert = qp_certificate(qp, raw.x, raw.y)
     assert raw.ok and cert.passed and cert.primal_residual < 1e-9
     assert _agrees(cert, _reference(qp))
+
+
+@pytest.mark.parametrize("seed", [56, 93, 6, 67, 7])
+def test_badly_scaled_observed_box_regressions(seed):
+    # Regression, as ClippedLinear calls native (cold start, complete=): on the old code
+    # seeds 56 and 93 (observed box, weights 0.06..8e5 and 3e-6..5e5) and 6 (all-cells
+    # box) ended in "cycling", and 67 (uniform weights 2.3e5) and 7 (3e-6..2e5) returned
+    # "solved" with answers evalcert's certificate refused.
+    design, scores, weights, lam, box = _random_case(seed)
+    qp = build_qp(design, scores, weights, lam, box)
+    start = initial_point(design, np.zeros(design.K), np.zeros(design.J), box)
+    raw = native.solve(qp, x0=start, complete=partial(centre_free_aux, design, box))
+    assert raw.status == "solved"
+    cert = qp_certificate(qp, raw.x, raw.y)
+    assert cert.passed
+    ref = _reference(qp)
+    assert ref is None or _agrees(cert, ref)
+
+
+@pytest.mark.parametrize("seed", [194, 263])
+def test_true_cycles_are_finished_by_the_primal_method(seed):
+    """Designs where the primal-dual iteration really cycles: the primal active-set
+    method finishes, says so in ``path``, and its answer certifies and agrees."""
+    design, scores, weights, lam, box = _random_case(seed)
+    qp = build_qp(design, scores, weights, lam, box)
+    raw = native.solve(qp)
+    assert raw.status == "solved" and raw.path.endswith("then primal active set after cycling")
+    cert = qp_certificate(qp, raw.x, raw.y)
+    ref = _reference(qp)
+    assert cert.passed and (ref is None or _agrees(cert, ref))
 
 
 def _weight_span(weights: np.ndarray, lam: float) -> float:

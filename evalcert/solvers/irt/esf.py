@@ -35,16 +35,20 @@ Two algorithms:
   1)``: two products with one ``C x n`` matrix of Chebyshev polynomials
   (``C`` ~ 20) instead of transcendental functions at every (node, item)
   pair, about 5x faster. Where the nodes reach too far round the circle
-  (small ``v``: few items, or extreme ``p``) the sums are taken node by node.
-  Each evaluation bounds its relative error: aliasing (Bernstein), dropped
-  nodes (``e^-40`` each) and the Chebyshev tail (a posteriori, from the last
-  two coefficients); it is about 1e-15 in practice.
+  (small ``v``: few items, or extreme ``p``), or a model has fewer than four
+  items per term, the sums are taken node by node. Each evaluation bounds its
+  relative truncation error: aliasing (Bernstein), dropped nodes (``e^-40``
+  each) and the Chebyshev tail (a posteriori, from the last two coefficients);
+  it is about 1e-15 in practice. Models (tilt groups) of similar size are
+  evaluated in batches of padded arrays, on a thread pool for large designs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.special import expit
@@ -57,6 +61,7 @@ _DROP = 40.0        # nodes with |phi| <= exp(-40) are dropped
 _ALIAS_SD = 12.0    # K >= 12 sd + 40 points on the circle
 _CHEB_MAX = 64      # at most this many Chebyshev terms, else node by node
 _CHEB_LOG_TOL = 60 * np.log(2.0)    # per-node Chebyshev error <= 2^-60 |phi| / n
+_THREADED = 200_000  # observed cells from which batches run on all available cores
 _BATCH = 2 ** 19     # elements of the largest (groups x nodes x items) array of a batch
 
 
@@ -100,6 +105,7 @@ class ObservedSets:
 
     @classmethod
     def from_mask(cls, observed: np.ndarray) -> "ObservedSets":
+        """The sets of an (n_models, n_items) boolean mask, in O(n_models x n_items / 8)."""
         obs = np.asarray(observed, dtype=bool)
         rows, items = np.nonzero(obs)
         indptr = np.concatenate([[0], np.cumsum(obs.sum(1))])
@@ -108,6 +114,7 @@ class ObservedSets:
 
     @property
     def n_models(self) -> int:
+        """Number of models (rows)."""
         return self.indptr.size - 1
 
 
@@ -196,25 +203,38 @@ def conditional_cells(difficulties: np.ndarray, sets: ObservedSets, scores: np.n
     theta, sd = _saddle_abilities(b, sets, scores, w, start)
     log_gamma = np.empty(scores.size)
     pi = np.empty(sets.items.size)
-    bound, sizes = 0.0, np.diff(sets.indptr)
+    sizes = np.diff(sets.indptr)
     weighted = np.add.reduceat(w[sets.items], sets.indptr[:-1])
-    for batch in _batches(_tilt_groups(sets.pattern, scores, sd), sizes, weighted, sd ** 2):
+
+    def run(batch: list[np.ndarray]) -> float:     # writes disjoint entries: thread-safe
         n_max, m_max = sizes[batch[-1][0]], max(len(members) for members in batch)
-        index, weights = np.zeros((len(batch), n_max), np.int64), np.zeros((len(batch), n_max))
-        batch_scores = np.empty((len(batch), m_max))
+        model = np.full((len(batch), m_max), -1)      # the model of each (group, member) slot
         for g, members in enumerate(batch):
-            items = sets.items[sets.indptr[members[0]]:sets.indptr[members[0] + 1]]
-            index[g, :items.size], weights[g, :items.size] = items, w[items]
-            batch_scores[g] = scores[members[0]]             # padding: any valid score
-            batch_scores[g, :len(members)] = scores[members]
+            model[g, :len(members)] = members
+        used = model >= 0
+        model = np.where(used, model, model[:, :1])    # padding: a copy of the first member
+        head = model[:, 0]
+        cols = np.arange(n_max)
+        has = cols < sizes[head][:, None]              # (G, n): real items of each group
+        index = sets.items[np.where(has, sets.indptr[head][:, None] + cols, 0)]
         tilts = theta[[members[len(members) // 2] for members in batch]]
-        lg, pi_b, err = _batch_terms(b[index], weights, tilts, batch_scores)
-        for g, members in enumerate(batch):
-            n_g = sizes[members[0]]
-            log_gamma[members] = lg[g, :len(members)]
-            for k, m in enumerate(members):
-                pi[sets.indptr[m]:sets.indptr[m] + n_g] = pi_b[g, k, :n_g]
-            bound = max(bound, float(np.max(err[g, :len(members)])))
+        lg, pi_b, err = _batch_terms(b[index], np.where(has, w[index], 0.0), tilts,
+                                     scores[model])
+        log_gamma[model[used]] = lg[used]
+        target = sets.indptr[model][:, :, None] + cols  # (G, m, n) destinations in pi
+        keep = used[:, :, None] & has[:, None, :]
+        pi[target[keep]] = pi_b[keep]
+        return float(np.max(err[used]))
+
+    batches = _batches(_tilt_groups(sets.pattern, scores, sd), sizes, weighted, sd ** 2)
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    workers = min(len(batches), cores if sets.items.size >= _THREADED else 1)
+    if workers > 1:     # NumPy releases the GIL in the array work of each batch
+        with ThreadPoolExecutor(workers) as pool:
+            bound = max(pool.map(run, batches))
+    else:
+        bound = max(map(run, batches))
     return log_gamma, pi, theta, bound
 
 
@@ -317,9 +337,9 @@ def _batch_terms(b: np.ndarray, mult: np.ndarray, tilt: np.ndarray,
                  - (mult * np.log(q)).sum(1)[:, None])
     # aliasing (Bernstein: mass K - |r - mu| scores away) and dropped nodes (each e^-40),
     # for the full and the leave-one-out law (variance one p q lower: factor e^0.5)
-    u = K[:, None] - np.abs(scores - mu[:, None])
+    u = np.maximum(K[:, None] - np.abs(scores - mu[:, None]), 0.0)
     alias = np.where((K > n)[:, None], 0.0,
-                     np.where(u > 0, 2 * np.exp(-u ** 2 / (2 * (var[:, None] + u / 3))), 1.0))
+                     np.minimum(1.0, 2 * np.exp(-u ** 2 / (2 * (var[:, None] + u / 3)))))
     dropped = (K - (2 * keep.sum(1) - 1)) * np.exp(-_DROP)
     err = (np.exp(0.5) * (K[:, None] * alias + dropped[:, None])
            + np.einsum("gml,gl->gm", np.abs(W), tail) + g_tail) / A
@@ -384,8 +404,9 @@ def _chebyshev_sums(p: np.ndarray, mult: np.ndarray, t: np.ndarray, keep: np.nda
     T = np.empty((p.shape[0], C, p.shape[1]))
     T[:, 0] = 1.0
     T[:, 1] = 2.0 * p - 1.0
-    for c in range(2, C):
-        np.multiply(2.0 * T[:, 1], T[:, c - 1], out=T[:, c])
+    twice = 2.0 * T[:, 1]
+    for c in range(2, C):                                           # T_c = 2x T_c-1 - T_c-2
+        np.multiply(twice, T[:, c - 1], out=T[:, c])
         T[:, c] -= T[:, c - 2]
     log_phi = (a @ (T @ mult[:, :, None]))[:, :, 0]                 # (G, nodes)
     tail = n[:, None] * np.abs(a[:, :, -2:]).sum(2)

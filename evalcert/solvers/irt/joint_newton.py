@@ -87,7 +87,8 @@ def _gradient(pooled: PooledResponses, cells: tuple, theta: np.ndarray, b: np.nd
     rows, cols, count = cells
     n, m = pooled.row_size, pooled.col_size
     cp = count * p
-    g_theta = np.bincount(rows, cp, n.size) - pooled.row_ones + lam * n * theta
+    heads = np.searchsorted(rows, np.arange(n.size))   # rows are sorted; none is empty
+    g_theta = np.add.reduceat(cp, heads) - pooled.row_ones + lam * n * theta
     g_b = pooled.col_ones - np.bincount(cols, cp, m.size) + lam * m * b
     worst = max(float(np.max(np.abs(g_theta / n))), float(np.max(np.abs(g_b / m))))
     return g_theta, g_b, cp, worst
@@ -126,6 +127,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
     n, m = pooled.row_size.astype(float), pooled.col_size.astype(float)
     cells = _observed(pooled)
     rows, cols, count = cells
+    flat = rows * pooled.shape[1] + cols
     share_r = (pooled.row_ones + 0.5 * n) / (np.bincount(rows, count, n.size) + n)
     share_c = (pooled.col_ones + 0.5 * m) / (np.bincount(cols, count, m.size) + m)
     theta = np.log(share_r / (1 - share_r))
@@ -145,7 +147,7 @@ def rasch_joint_newton(pooled: PooledResponses, *, lam: float, tol: float, max_i
                 f"{worst:.3g} > tol {tol:g}); raise max_iter or loosen tol",
                 solver="newton", status="max_iter")
         V = np.zeros(pooled.shape)                  # dense for the BLAS Schur complement
-        V[rows, cols] = cp * (1 - p)
+        V.ravel()[flat] = cp * (1 - p)
         d_theta, d_b = V.sum(1) + lam * n, V.sum(0) + lam * m
         step_theta, step_b = schur_newton_step(V, d_theta, d_b, g_theta, g_b, keep_rows,
                                                gauge=lam == 0, what=what)

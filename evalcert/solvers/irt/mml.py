@@ -121,7 +121,8 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
         """One EM map, and the objective (log-likelihood + log prior) at its input ``(a, d)``."""
         s = estep(a, d, mu, sd)
         prior = 0.5 * slope_prec * float(np.sum(np.log(a) ** 2)) if slope_prec > 0 else 0.0
-        return (*_m_step(s, a, d, weights, n_models, common_slope, slope_prec), s, s["loglik"] - prior)
+        step = _m_step(s, a, d, weights, n_models, common_slope, slope_prec)
+        return (*step, s, s["loglik"] - prior)
 
     def pack(a, d):
         return np.concatenate([np.log(a) if log_a else a, d])
@@ -314,12 +315,13 @@ class _AdaptiveEStep:
             seg = starts[lo:hi] - c0
             r = rows[c0:c1]
             m_c, s_c = mu[r], sd[r]
-            base, slope = -(ac[c0:c1] * m_c + dc[c0:c1]), -(ac[c0:c1] * s_c)
-            q = np.multiply.outer(z, slope)                           # -eta, (Q, cells)
+            base, slope = ac[c0:c1] * m_c + dc[c0:c1], ac[c0:c1] * s_c
+            q = np.multiply.outer(z, slope)                           # eta, (Q, cells)
             q += base
-            if np.max(np.abs(base) + z[-1] * np.abs(slope)) > 700:   # exp(-700) > 0
+            if np.max(np.abs(base) + z[-1] * np.abs(slope)) > 700:   # exp(700) < inf
                 np.clip(q, -700.0, 700.0, out=q)
-            q = expit(q, out=q)                                       # 1 - p
+            # 1 - p = 1 / (1 + e^eta): exp, add, reciprocal are SIMD ufuncs, 4x expit's speed
+            q = np.reciprocal(np.add(np.exp(q, out=q), 1.0, out=q), out=q)
             softplus_sum = -np.add.reduceat(np.log(q), seg, axis=1)    # (Q, models)
             theta = mu[lo:hi, None] + sd[lo:hi, None] * z[None, :]     # (models, Q)
             log_joint = (self.log_w + np.log(sd[lo:hi])[:, None] - 0.5 * theta ** 2

@@ -61,7 +61,8 @@ class GradedResponse(IRTEstimator):
     method : {"mml"}
     slope_prior : float
         Precision ``p`` of the ``log a ~ N(0, 1/p)`` slope prior (default 4, sd 0.5);
-        0 = none (pure ML, slopes of either sign).
+        0 = none (pure ML, slopes of either sign; a slope that runs beyond what the
+        grid resolves raises :class:`~evalcert.errors.ConvergenceError` naming the item).
     threshold_prior : float
         Precision of the ``N(0, 1/threshold_prior)`` prior on intercepts; 0 = none.
     n_quad, max_se_params, tol, max_iter, verbose, seed : see :class:`~.threepl.ThreePL`.

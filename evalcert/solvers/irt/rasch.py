@@ -42,7 +42,7 @@ from evalcert.solvers.irt.esf import ObservedSets, conditional_cells
 from evalcert.solvers.irt.joint_newton import (ROUNDING, newton_flops, rasch_joint_newton,
                                               schur_newton_step)
 from evalcert.solvers.irt.mcmc import ess, rhat, sample_rasch
-from evalcert.solvers.irt.mml import mml_em
+from evalcert.solvers.irt.mml import auto_n_quad, mml_em
 from evalcert.solvers.irt.pooling import pool_responses
 
 __all__ = ["Rasch"]
@@ -294,7 +294,8 @@ class Rasch(IRTEstimator):
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:
         keep_c = _finite_items(data)
         sub = data.take(slice(None), keep_c)
-        em = mml_em(sub.values, sub.observed, common_slope=True, n_quad=self.n_quad,
+        n_quad = auto_n_quad(sub.observed) if self.n_quad is None else self.n_quad
+        em = mml_em(sub.values, sub.observed, common_slope=True, n_quad=n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="rasch mml",
                     quadrature=self.quadrature, verbose=self.verbose)
         sd = float(em["a"][0])

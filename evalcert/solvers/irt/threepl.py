@@ -13,7 +13,7 @@ four choices). Slopes get the 2PL's log-normal prior
 is pure ML in the slopes (either sign). The maximised criterion is
 
     l(a, d, c) - slope_prior/2 sum_j (log a_j)^2 - intercept_prior/2 sum_j d_j^2
-               + sum_j [(alpha-1) log c_j + (beta-1) log(1-c_j)]
+    + sum_j [(alpha-1) log c_j + (beta-1) log(1-c_j)]
 
 over ``(log a, d, logit c)``. The weak intercept prior (default sd 10) matters
 for items that weaker models solve as often as stronger ones, or less often than
@@ -222,6 +222,21 @@ class ThreePL(IRTEstimator):
         if np.any(a < 0):
             notes.append(f"{int((a < 0).sum())} items have negative slopes (weaker models do "
                          "better on them)")
+        floor = self._at_floor(a, c, md, post, self._last[2])
+        notes += self._misfit_notes(sub, b, c, floor)
+        return {"R": eap[:, None], "C": np.column_stack([a, b, c]), "se_R": psd[:, None],
+                "se_C": se, "loglik": loglik, "n_iter": out["n_iter"],
+                "loglik_kind": "marginal", "keep_rows": np.ones(data.shape[0], bool),
+                "keep_cols": keep_c, "stationarity": out["stationarity"],
+                "solver": f"L-BFGS on the marginal likelihood ({self.n_quad}-node grid)",
+                "notes": tuple(notes),
+                "extra": {"floor_items": tuple(sub.item_names[j] for j in floor)}}
+
+    @staticmethod
+    def _misfit_notes(sub: ResponseData, b: np.ndarray, c: np.ndarray,
+                      floor: np.ndarray) -> list[str]:
+        """Notes on models below the lowest floor and on items at their floor."""
+        notes = []
         accuracy = (sub.values * sub.observed).sum(1) / np.maximum(sub.observed.sum(1), 1)
         below = np.flatnonzero((accuracy < c.min()) & sub.observed.any(1))
         if below.size:
@@ -231,22 +246,15 @@ class ThreePL(IRTEstimator):
                     f"{sub.model_names[i]} ({accuracy[i]:.3g})" for i in below[:5])
                 + ": the floor does not describe them; their ML abilities tend to -inf and "
                 "only the N(0, 1) ability prior holds their EAPs")
-        floor = self._at_floor(a, c, md, post, self._last[2])
         if floor.size:
             notes.append(
                 f"{floor.size} items have no finite ML intercept: the data push them to their "
-                f"guessing floor for every model (weaker models solve them as often as "
-                f"stronger ones, or less often than the floor), e.g. "
+                "guessing floor for every model (weaker models solve them as often as "
+                "stronger ones, or less often than the floor), e.g. "
                 + ", ".join(f"{sub.item_names[j]} (b = {b[j]:.3g})" for j in floor[:5])
                 + "; their difficulties come from intercept_prior, not from the data: drop "
-                "them or estimate the floors (guessing=None)")
-        return {"R": eap[:, None], "C": np.column_stack([a, b, c]), "se_R": psd[:, None],
-                "se_C": se, "loglik": loglik, "n_iter": out["n_iter"],
-                "loglik_kind": "marginal", "keep_rows": np.ones(data.shape[0], bool),
-                "keep_cols": keep_c, "stationarity": out["stationarity"],
-                "solver": f"L-BFGS on the marginal likelihood ({self.n_quad}-node grid)",
-                "notes": tuple(notes),
-                "extra": {"floor_items": tuple(sub.item_names[j] for j in floor)}}
+                "them, or fit the 2PL (no floor)")
+        return notes
 
     @staticmethod
     def _at_floor(a: np.ndarray, c: np.ndarray, md: MarginalData, post: np.ndarray,

@@ -142,3 +142,18 @@ def test_warm_start_reaches_the_same_abilities():
     warm = conditional_cells(b, sets, scores, start=cold[2] + rng.normal(0, 0.3, 20))
     assert np.max(np.abs(cold[2] - warm[2])) < 1e-10
     assert np.max(np.abs(cold[1] - warm[1])) < 1e-12
+
+
+def test_threaded_batches_give_the_same_numbers(monkeypatch):
+    rng = np.random.default_rng(6)
+    b = rng.normal(size=400)
+    obs = rng.random((60, 400)) < 0.5
+    scores = np.maximum(1, (obs.sum(1) * rng.uniform(0.2, 0.8, 60)).astype(int))
+    sets = ObservedSets.from_mask(obs)
+    monkeypatch.setattr(esf, "_BATCH", 2 ** 14)                     # many batches
+    monkeypatch.setattr(esf, "_THREADED", np.inf)
+    single = conditional_cells(b, sets, scores)
+    monkeypatch.setattr(esf, "_THREADED", 0)
+    threaded = conditional_cells(b, sets, scores)
+    for one, other in zip(single, threaded):
+        assert np.array_equal(one, other)
