@@ -24,9 +24,10 @@ maximum per key coordinate and slice, rounded outwards), and decide each key by 
 MILP (fast: the key fixes every denominator). A feasible key raises the level (its point is
 re-checked exactly by the caller) and is tried again at the next one; an infeasible key is
 infeasible at every higher level too. When every key is decided, ``T`` is the best point
-found. Nothing is dropped on a float: the LP rows are relaxed by half a unit (their
-integer left-hand sides make that exact), bounds are rounded outwards, and a solver stop
-without an answer raises.
+found. Nothing is dropped on a float: the level rows ``b M >= a D`` are relaxed by half a
+unit (exact on integers) and ``correct >= M`` by 1e-6, LP bounds on key counts are rounded
+outwards (by 1e-3), and a solver stop without an answer raises. LP and MILP infeasibility
+answers are HiGHS's, as in the level search; LP optima only order the keys.
 
 Feasible answers are re-checked exactly (every constraint in integer arithmetic);
 infeasible answers are the solver's (HiGHS/CBC with a zero gap), cross-checked against
@@ -140,6 +141,8 @@ def linear_value(expr: Any, values: dict[str, int]) -> int | Fraction:
     """Exact value of a PuLP expression (or constraint's left-hand side) at integer
     ``values``; integer arithmetic when every coefficient is whole.
 
+    Examples
+    --------
     >>> x = pulp.LpProblem("demo").add_variable("x")
     >>> linear_value(3 * x + 0.5, {"x": 2})
     Fraction(13, 2)
@@ -282,8 +285,8 @@ class KeySearch:
             return range(0)
         high = self._extreme(col, True)
         lo, hi = self.bounds[col]
-        return range(max(math.ceil(low - 1e-6), math.ceil(lo)),
-                     min(math.floor(high + 1e-6), math.floor(hi)) + 1)
+        return range(max(math.ceil(low - 1e-3), math.ceil(lo)),
+                     min(math.floor(high + 1e-3), math.floor(hi)) + 1)
 
     def region(self) -> list[dict[int, int]] | None:
         """Every integer key the LP relaxation allows at the current level, or ``None`` when

@@ -123,3 +123,21 @@ def test_highs_model_counts_and_exact_recheck_of_a_written_back_point():
     assert 2 * values["a"] + 3 * values["b"] == max(
         2 * i + 3 * j for i, j in itertools.product(range(8), repeat=2) if 3 * i + 5 * j <= 17)
     assert (model.n_lp, model.n_mip) == (1, 1)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_bounded_keys_without_a_start_point_match_the_level_search(seed):
+    """With bounds on the key there is no rounded start: the key search starts at 0,
+    climbs from the LP relaxation's best point and bisects; same T as the level search."""
+    from evalcert.logic.pairs import _build
+
+    dec = simulate_decisions(30, 3, 3, seed=seed, alpha=0.7)
+    lo, hi = (5, 5, 5), (20, 20, 20)
+    for build, fast in ((_build(dec, lo, hi), lambda: alarm_m2(dec, "0.5", lower=lo, upper=hi)),
+                        (_joint_builder(dec, lo, hi),
+                         lambda: alarm_full(dec, "0.5", lower=lo, upper=hi))):
+        old = exact_alarm(build, dec, "0.5", upper=Fraction(1), m="x", method="x",
+                          search="levels", max_checks=0, max_binding_keys=0)
+        res = fast()
+        assert res.T == old.T
+        assert all(a <= v <= b for k in res.attaining_keys for a, v, b in zip(lo, k, hi))

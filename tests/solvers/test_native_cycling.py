@@ -11,7 +11,7 @@ fails on the old code:
   with the primal active-set method and Bland's rule (``native_primal``);
 * badly scaled weights: the KKT regularisation was relative to ``P`` on the
   rows as well, so with weights ~1e6 the row block was mostly regularisation,
-  refinement stopped short and the method claimed "solved" with rows 0.23 off
+  refinement stopped short and the method claimed "solved" with rows 0.34 off
   their bounds (or cycled); the rows are now regularised on the scale of
   ``A P^-1 A'`` and a solve that does not converge is reported, not trusted.
 """
@@ -83,7 +83,7 @@ def _agrees(cert, ref) -> bool:
 
 def test_two_by_two_without_complete_no_longer_cycles():
     # Regression: a direct 2x2 call without complete= ended in "cycling" on 101 of 300
-    # random 2x2 matrices (35 of these 100), alternating {0, 5} <-> {0, 7}.
+    # random 2x2 matrices (28 of these 100), some alternating {0, 5} <-> {0, 7}.
     rng = np.random.default_rng(0)
     design = Design.from_mask(np.ones((2, 2), bool))
     for _ in range(100):
@@ -183,7 +183,7 @@ def test_perturbed_random_designs_never_cycle():
                 counts["compared"] += 1
                 assert _agrees(cert, ref), (seed, cert.primal_objective, ref.primal_objective)
     assert counts["cycling"] == 0
-    assert counts["not certified"] <= 15 and counts["compared"] >= 500, counts
+    assert counts["not certified"] <= 6 and counts["compared"] >= 500, counts
 
 
 @settings(max_examples=20)

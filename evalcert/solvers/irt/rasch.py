@@ -251,7 +251,7 @@ class Rasch(IRTEstimator):
                 break
             if schur:
                 V = np.zeros(pooled.shape)
-                V[rows, cols] = cell_size * mult[cols] * d
+                V.ravel()[rows * H + cols] = cell_size * mult[cols] * d
                 _, step = schur_newton_step(V, V.sum(1), mult * info, np.zeros(G),
                                             -mult * grad, G <= H, gauge=True, what="rasch cml")
             else:

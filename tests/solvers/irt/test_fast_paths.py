@@ -9,6 +9,7 @@
 * the stationarity certificate every joint and conditional fit carries.
 """
 
+import dataclasses
 import itertools
 import warnings
 
@@ -392,3 +393,30 @@ def test_jml_pooled_information_equals_the_information_recomputed_from_data(rasc
     assert np.allclose(1 / np.sqrt(hC), out["se_C"], rtol=1e-12)
     recomputed = est._stationarity(sub, out["R"], out["C"], np.zeros(0), 0.0, ("rows", "cols"))
     assert recomputed == pytest.approx(out["stationarity"], rel=1e-9)
+
+
+def test_cml_models_with_the_same_item_set_share_one_score_law(monkeypatch):
+    """Block designs (few distinct masks) evaluate fewer laws and give the same estimates."""
+    from evalcert.solvers.irt import esf
+    Y, *_ = simulate(90, 400, seed=33)
+    masks = np.random.default_rng(8).random((3, 400)) < 0.6
+    masks[:, ~masks.any(0)] = True
+    Y[~masks[np.arange(90) % 3]] = np.nan
+    laws, real = [], esf._batch_terms
+
+    def spy(b, *args):
+        laws.append(b.shape[0])
+        return real(b, *args)
+    monkeypatch.setattr(esf, "_batch_terms", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        shared = Rasch(method="cml", tol=1e-10).fit(Y)
+        n_shared, laws[:] = sum(laws), []
+        real_from_mask = esf.ObservedSets.from_mask
+        monkeypatch.setattr(esf.ObservedSets, "from_mask", classmethod(         # no sharing
+            lambda cls, obs: dataclasses.replace(real_from_mask(obs),
+                                                 pattern=np.arange(obs.shape[0]))))
+        alone = Rasch(method="cml", tol=1e-10).fit(Y)
+    assert n_shared < 0.5 * sum(laws), (n_shared, sum(laws))
+    assert np.nanmax(np.abs(shared.difficulties_ - alone.difficulties_)) < 1e-8
+    assert np.nanmax(np.abs(shared.abilities_ - alone.abilities_)) < 1e-8

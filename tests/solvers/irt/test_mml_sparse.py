@@ -7,7 +7,7 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.special import expit, logsumexp
 
 from evalcert.errors import ConvergenceError
-from evalcert.solvers.irt import TwoPL, louis, mml
+from evalcert.solvers.irt import TwoPL, louis, mml, mml_estep
 from evalcert.solvers.irt.mml import auto_n_quad, mml_em
 
 from .conftest import simulate
@@ -43,7 +43,7 @@ def _dense_estep(Y, O, a, d, mu, sd, n_quad):
 @pytest.mark.parametrize("block", [7, 64, 1 << 18])
 @pytest.mark.parametrize("scale", [1.0, 60.0])          # 60: logits beyond +-700 get clipped
 def test_blocked_estep_equals_dense_reference(monkeypatch, block, scale):
-    monkeypatch.setattr(mml, "_BLOCK", block)       # one row per block ... all rows at once
+    monkeypatch.setattr(mml_estep, "_BLOCK", block)       # one row per block ... all rows at once
     Y, O, *_ = _masked(30, 40, 0.4, seed=41)
     rng = np.random.default_rng(41)
     M = Y.shape[1]
