@@ -414,7 +414,7 @@ class HighsModel:
         if status == hs.HighsModelStatus.kUnboundedOrInfeasible:  # presolve's shortcut
             h.setOptionValue("presolve", "off")
             h.run()
-            h.setOptionValue("presolve", "choose")
+            h.setOptionValue("presolve", "off" if self._relaxed else "choose")
             status = h.getModelStatus()
         if status == hs.HighsModelStatus.kOptimal:
             return "Optimal"

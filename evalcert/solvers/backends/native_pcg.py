@@ -119,6 +119,23 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
 
     r = grad(z)
     target = rtol * max(1.0, float(np.abs(q_u).max()), float(np.abs(r - q_u).max()))
+    schur = _schur_operator(qp, cache, free, k, h, hubs, C, d, q_u)
+    if schur is not None:
+        z, y_g = _schur_cg(schur, z, target, deadline, progress)
+    else:
+        z, y_g = _full_cg(z, r, grad, up, expand, P, C, minv, lsq, target, deadline, progress,
+                          n)
+    x_new = expand(z) + off
+    g_x = P @ x_new + qp.q + C_x.T @ y_g
+    y = np.zeros(m)
+    y[general] = y_g
+    y[t_rows] = -a_k * g_x[k]
+    return x_new, y
+
+
+def _full_cg(z, r, grad, up, expand, P, C, minv, lsq, target, deadline, progress, n):
+    """Projected PCG on all free coordinates, preconditioned by the diagonal
+    (used when the QP names no eliminable block): ``(z, y_general)``."""
     y_g = lsq(r)
     projected = r + C.T @ y_g
     w = minv * projected
@@ -151,9 +168,186 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
         rho_new = float(r @ w)
         p = -w + (rho_new / rho) * p
         rho = rho_new
-    x_new = expand(z) + off
-    g_x = P @ x_new + qp.q + C_x.T @ y_g
-    y = np.zeros(m)
-    y[general] = y_g
-    y[t_rows] = -a_k * g_x[k]
-    return x_new, y
+    return z, y_g
+
+
+def _split(qp: QP, cache: dict):
+    """``P`` split once per QP for the item-eliminated (Schur) operator, or None.
+
+    ``E = qp.eliminable`` (``P_EE = diag(d_E)``, ``d_E > 0``), ``F`` the rest.
+    ``P_EF`` is kept as CSR with one row per eliminated variable and its
+    column indices renumbered into ``F`` (a last, dummy column receives the
+    diagonal entries, which the products then ignore), so ``P_EF @ x_F``
+    gathers from, and ``P_EF' @ u`` scatters into, a vector of size
+    ``|F| + 1`` (K + 3 for the clipped-linear fit: it stays in cache, unlike
+    the 10^6-long vectors of a product with all of ``P``)."""
+    if "split" in cache:
+        return cache["split"]
+    out = None
+    if qp.eliminable is not None and len(qp.eliminable):
+        n = qp.n
+        E = np.asarray(qp.eliminable, dtype=np.int64)
+        P = qp.P.tocsc()
+        d_E = P.diagonal()[E]
+        is_E = np.zeros(n, dtype=bool)
+        is_E[E] = True
+        F = np.flatnonzero(~is_E)
+        nF = len(F)
+        itype = np.int32 if nF + 1 < 2 ** 31 - 1 and P.nnz < 2 ** 31 - 1 else np.int64
+        pos_F = np.full(n, nF, dtype=itype)
+        pos_F[F] = np.arange(nF, dtype=itype)
+        if np.all(np.diff(E) == 1):       # a range of columns: views of P's arrays
+            s, e = int(P.indptr[E[0]]), int(P.indptr[E[-1] + 1])
+            data, rows = P.data[s:e], P.indices[s:e]
+            indptr = (P.indptr[E[0]:E[-1] + 2] - s).astype(itype)
+        else:
+            cols = P[:, E]
+            data, rows, indptr = cols.data, cols.indices, cols.indptr.astype(itype)
+        P_EF = sp.csr_matrix((data, pos_F[rows], indptr), shape=(len(E), nF + 1))
+        P_EF2 = sp.csr_matrix((data * data, P_EF.indices, P_EF.indptr), shape=P_EF.shape)
+        P_FF = P[:, F][F, :].tocsr()
+        P_FF.resize((nF + 1, nF + 1))
+        pos_E = np.full(n, -1, dtype=np.int64)
+        pos_E[E] = np.arange(len(E))
+        if np.all(d_E > 0):
+            out = dict(E=E, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F, pos_E=pos_E,
+                       P_EF=P_EF, P_EF2=P_EF2, P_FF=P_FF, P_FF_diag=P_FF.diagonal())
+    cache["split"] = out
+    return out
+
+
+def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.ndarray,
+                    hubs: np.ndarray, C: sp.csr_matrix, d: np.ndarray, q_u: np.ndarray):
+    """The reduced KKT system of one active set with ``E`` eliminated exactly.
+
+    With ``H = Z'PZ = [[D, B'], [B, H_RR]]`` on the free coordinates (``D``
+    the diagonal block of the free eliminable variables, ``R`` the other free
+    ones: agents and the hubs in use), gradient ``g`` and general rows
+    ``C = [C_E, C_R]`` (``Cz = d``), eliminating ``z_E`` and then the few
+    multipliers ``y`` exactly leaves ``M z_R = rhs`` with
+
+        S = H_RR - B D^-1 B',  C~ = C_R - C_E D^-1 B',  T = C_E D^-1 C_E',
+        M = S + C~' T^-1 C~,   rhs = -g_R + B D^-1 g_E + C~' T^-1 (d + C_E D^-1 g_E),
+
+    symmetric positive definite, of size K + 2 here; ``M v`` costs one
+    gather and one scatter over the cells, and ``M z_R - rhs`` is exactly the
+    projected gradient of the full system (the rows of ``E`` and ``C`` hold
+    exactly). None when ``qp`` has no eliminable block or ``T`` is singular.
+    """
+    s = _split(qp, cache)
+    if s is None:
+        return None
+    E, F, nF, d_E, is_E = s["E"], s["F"], s["nF"], s["d_E"], s["is_E"]
+    P_EF, P_FF, pos_F = s["P_EF"], s["P_FF"], s["pos_F"]
+    free_E = free[E]
+    free_F = np.zeros(nF + 1, dtype=bool)
+    free_F[:nF] = free[F]
+    inv_d = np.where(free_E, 1.0 / d_E, 0.0)
+    tied_E = is_E[k]
+    t_E, t_E_hub = s["pos_E"][k[tied_E]], pos_F[h[tied_E]]
+    t_F, t_F_hub = pos_F[k[~tied_E]], pos_F[h[~tied_E]]
+    d_tied = d_E[t_E]
+
+    def expand(v):                         # x_F = Z_F v (tied agents take their hub's value)
+        x = v.copy()
+        x[t_F] = v[t_F_hub]
+        return x
+
+    def up(v):                             # Z_F' v on the free coordinates
+        return v * free_F + np.bincount(t_F_hub, weights=v[t_F], minlength=nF + 1)
+
+    def B_scaled(u_E):                     # B (D^-1 u) for u on the free eliminable variables
+        return up(P_EF.T @ (u_E * inv_d))
+
+    def S_apply(v):
+        x = expand(v)
+        a = P_EF @ x                       # B'v on free E rows; P_EF x_F on tied ones
+        e = -a * inv_d
+        e[t_E] = v[t_E_hub]
+        out = up(P_FF @ x + P_EF.T @ e)
+        out += np.bincount(t_E_hub, weights=d_tied * e[t_E] + a[t_E], minlength=nF + 1)
+        return out
+
+    g_E = q_u[E] * free_E
+    g_R = np.r_[q_u[F], 0.0] * free_F
+    n_g = C.shape[0]
+    C_E = C[:, E].tocsr()
+    C_R = np.zeros((n_g, nF + 1))
+    C_R[:, :nF] = C[:, F].toarray()
+    if n_g:
+        T = (C_E.multiply(inv_d[None, :]) @ C_E.T).toarray()
+        try:
+            L = np.linalg.cholesky(T)
+        except np.linalg.LinAlgError:
+            return None
+        if np.diag(L).min() <= 1e-12 * np.diag(L).max():
+            return None
+        T_inv = np.linalg.inv(T)
+        C_t = C_R - np.array([B_scaled(C_E[i].toarray().ravel()) for i in range(n_g)])
+        C_t *= free_F
+        r_y = d + C_E @ (g_E * inv_d)
+    else:
+        T_inv, C_t, r_y = np.zeros((0, 0)), np.zeros((0, nF + 1)), np.zeros(0)
+    rhs = -g_R + B_scaled(g_E) + C_t.T @ (T_inv @ r_y)
+    diag = np.r_[s["P_FF_diag"][:nF], 0.0] - s["P_EF2"].T @ inv_d
+    for g in pos_F[hubs]:
+        e_g = np.zeros(nF + 1)
+        e_g[g] = 1.0
+        diag[g] = S_apply(e_g)[g]
+    diag += np.einsum("ir,ij,jr->r", C_t, T_inv, C_t)
+    if np.any(diag[free_F] <= 0):
+        return None
+
+    def M(v):
+        return S_apply(v) + C_t.T @ (T_inv @ (C_t @ v))
+
+    def recover(v):                        # (z on all n coordinates, y of the general rows)
+        y = T_inv @ (C_t @ v - r_y)
+        z = np.zeros(qp.n)
+        z[F] = v[:nF]
+        z[E] = -(g_E + P_EF @ expand(v) + C_E.T @ y) * inv_d
+        return z, y
+
+    return dict(M=M, rhs=rhs, minv=np.where(free_F, 1.0 / np.where(free_F, diag, 1.0), 0.0),
+                F=F, nF=nF, free_F=free_F, recover=recover)
+
+
+def _schur_cg(op: dict, z: np.ndarray, target: float, deadline: float, progress):
+    """PCG on ``M z_R = rhs`` of :func:`_schur_operator` from the current
+    point (warm start), preconditioned by ``diag(M)``: ``(z, y_general)``.
+    Stops when ``max |rhs - M z_R|`` (the projected gradient) is below
+    ``target`` or stops falling."""
+    M, rhs, minv, F, nF = op["M"], op["rhs"], op["minv"], op["F"], op["nF"]
+    v = np.zeros(nF + 1)
+    v[:nF] = z[F]
+    v *= op["free_F"]
+    r = rhs - M(v)
+    w = minv * r
+    p = w.copy()
+    rho = float(r @ w)
+    best, since_best = np.inf, 0
+    for it in range(1, 10 * (nF + 1) + 100):
+        res = float(np.abs(r).max())
+        if progress is not None:
+            progress.update(1)
+            progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
+        if res <= target or since_best > 50:
+            break
+        if res < 0.5 * best:
+            best, since_best = res, 0
+        else:
+            since_best += 1
+        if time.perf_counter() > deadline:
+            raise _TimeUp
+        Mp = M(p)
+        curv = float(p @ Mp)
+        if curv <= 0:
+            break
+        alpha = rho / curv
+        v += alpha * p
+        r = rhs - M(v) if it % 50 == 0 else r - alpha * Mp     # refresh against drift
+        w = minv * r
+        rho_new = float(r @ w)
+        p = w + (rho_new / rho) * p
+        rho = rho_new
+    return op["recover"](v)

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import os
 import sys
 import time
-from typing import Any, ClassVar
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 from scipy.optimize import minimize
@@ -27,7 +29,8 @@ from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_responses
 
 __all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid",
-           "STATIONARITY_LIMIT", "progress_bar"]
+           "STATIONARITY_LIMIT", "progress_bar", "resolve_threads", "map_blocks",
+           "THREAD_MIN_WORK"]
 
 #: largest accepted distance from stationarity of a joint or conditional fit, in
 #: standard errors of the estimates (see :attr:`IRTResult.stationarity`)
@@ -65,20 +68,81 @@ def progress_bar(verbose: bool, total: int, what: str) -> Any:
     return tqdm(total=total, desc=what, unit="it", file=sys.stderr, leave=False)
 
 
-def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(log(1 + e^eta), sigma(eta))`` from one logistic evaluation.
+#: element operations per call below which block maps stay on one thread
+THREAD_MIN_WORK = 2_000_000
 
-    ``log(1 + e^eta) = -log sigma(-eta)``; twice as fast as ``logaddexp`` plus
-    ``expit``. Logits are clipped to +-700, far beyond any fitted value.
+
+def resolve_threads(n_threads: int | None, n_blocks: int, work: float) -> int:
+    """Threads for a map over ``n_blocks`` independent blocks costing ``work`` element ops.
+
+    ``None`` means every CPU this process may use, capped at the blocks; work
+    below :data:`THREAD_MIN_WORK` runs on one thread (starting threads would
+    cost more than they save). A bad value raises :class:`InputError`.
 
     Examples
     --------
-    >>> softplus, p = softplus_sigmoid(np.array([0.0, 1000.0]))
-    >>> np.round(softplus, 4).tolist(), p.tolist()  # log 2 and 1/2 at 0; no overflow at 1000
-    ([0.6931, 700.0], [0.5, 1.0])
+    >>> resolve_threads(4, n_blocks=2, work=1e9), resolve_threads(None, n_blocks=8, work=10)
+    (2, 1)
     """
-    q = expit(-np.clip(eta, -700.0, 700.0))
-    return -np.log(q), 1.0 - q
+    if n_threads is not None and (isinstance(n_threads, bool) or not isinstance(n_threads, int)
+                                  or n_threads < 1):
+        raise InputError(f"n_threads must be a positive integer or None (all CPUs), "
+                         f"got {n_threads!r}")
+    if work < THREAD_MIN_WORK or n_blocks <= 1:
+        return 1
+    if n_threads is None:
+        n_threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    return max(1, min(n_threads, n_blocks))
+
+
+def map_blocks(fn: Callable[[Any], Any], blocks: Sequence[Any], n_threads: int) -> list[Any]:
+    """``[fn(block) for block in blocks]``, on ``n_threads`` threads, results in block order.
+
+    NumPy releases the GIL inside large ufuncs and matrix products, so blocks of
+    array work overlap on several cores. Each block's result is computed
+    exactly as on one thread and callers reduce the returned list in block
+    order, so the outcome is bit-identical for any ``n_threads``.
+
+    Examples
+    --------
+    >>> map_blocks(lambda b: b * b, [1, 2, 3], n_threads=2)
+    [1, 4, 9]
+    """
+    if n_threads <= 1 or len(blocks) <= 1:
+        return [fn(block) for block in blocks]
+    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+        return list(pool.map(fn, blocks))
+
+
+def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(log(1 + e^eta), sigma(eta))`` from one exponential, accurate for every ``eta``.
+
+    With ``e = exp(-|eta|)`` (no overflow): ``softplus = max(eta, 0) + log1p(e)``
+    and ``sigma = exp(min(eta, 0)) / (1 + e)`` (``1/(1 + e)`` for ``eta >= 0``,
+    ``e/(1 + e)`` below), both to a few ulps relative on all of ``[-800, 800]``
+    (tested against 50-digit ``mpmath``), including the tails where ``1 -
+    sigma(-eta)`` would lose every digit; about 1.5x faster than scipy's
+    ``expit`` route (SIMD ``exp``).
+
+    Examples
+    --------
+    >>> softplus, p = softplus_sigmoid(np.array([0.0, 1000.0, -40.0]))
+    >>> np.round(softplus[:2], 4).tolist(), p[:2].tolist()  # log 2 and 1/2 at 0; no overflow
+    ([0.6931, 1000.0], [0.5, 1.0])
+    >>> bool(abs(p[2] / np.exp(-40.0) - 1) < 1e-15)          # sigma(-40) to full precision
+    True
+    """
+    eta = np.asarray(eta, dtype=float)
+    e = np.abs(eta)
+    np.exp(np.negative(e, out=e), out=e)            # e = exp(-|eta|) in (0, 1]
+    softplus = np.log1p(e)
+    p = np.maximum(eta, 0.0)
+    softplus += p
+    np.exp(np.minimum(eta, 0.0, out=p), out=p)      # 1 where eta >= 0, else e
+    e += 1.0
+    p /= e
+    return softplus, p
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,6 +45,8 @@ from numpy.polynomial.hermite_e import hermegauss
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.special import expit, logsumexp
 
+from evalcert.solvers.irt.base import map_blocks, resolve_threads
+
 
 __all__ = ["observed_information", "FULL_LIMIT", "WOODBURY_FLOPS"]
 
@@ -53,8 +55,11 @@ WOODBURY_FLOPS = 4e9     # free slopes: work up to which the exact inverse is fo
 _CELLS = 1 << 18         # observed cells per block of the item-block path
 
 
-def _posterior(rows, cols, y, n_models, a, d, mu, sd, n_quad):
-    """Gauss-Hermite nodes ``z`` and posterior weights ``(N, Q)`` at ``mu + sd z``, from cells."""
+def _posterior(rows, cols, y, n_models, a, d, mu, sd, n_quad, n_threads=1):
+    """Gauss-Hermite nodes ``z`` and posterior weights ``(N, Q)`` at ``mu + sd z``, from cells.
+
+    One node per block of :func:`~.base.map_blocks` (columns are independent).
+    """
     z, w = hermegauss(n_quad)
     theta = mu[:, None] + sd[:, None] * z[None, :]
     log_joint = np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(sd)[:, None] - 0.5 * theta ** 2
@@ -62,25 +67,31 @@ def _posterior(rows, cols, y, n_models, a, d, mu, sd, n_quad):
     base, slope = ac * mu[rows] + d[cols], ac * sd[rows]          # eta = base + z slope
     log_joint += (np.bincount(rows, weights=y * base, minlength=n_models)[:, None]
                   + np.bincount(rows, weights=y * slope, minlength=n_models)[:, None] * z)
-    for q in range(n_quad):
+
+    def node(q):
         eta = np.clip(base + z[q] * slope, -700.0, 700.0)
         softplus = np.log1p(np.exp(eta, out=eta), out=eta)      # SIMD exp/log1p: 4x expit
-        log_joint[:, q] -= np.bincount(rows, weights=softplus, minlength=n_models)
+        return np.bincount(rows, weights=softplus, minlength=n_models)
+
+    threads = resolve_threads(n_threads, n_quad, y.size * n_quad)
+    for q, softplus_sum in enumerate(map_blocks(node, range(n_quad), threads)):
+        log_joint[:, q] -= softplus_sum
     return z, np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
 
 
-def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post):
+def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
     """Per item: complete-data information ``h`` (zz, z1, 11) and ``Cov`` of its own score.
 
     On the observed cells only (``rows`` sorted), nodes ``t_q = mu_i + sd_i z_q``
     and posterior weights ``w_q`` (summing to 1): with ``r_q = y - p(t_q)``,
     ``Var(r t) = sum_q w r^2 t^2 - (sum_q w r t)^2`` and likewise for ``r`` and
     the cross term, then summed over each item's cells. Powers of ``t`` are
-    expanded in ``z`` so every sum over nodes is a small matrix product.
+    expanded in ``z`` so every sum over nodes is a small matrix product. Blocks
+    of cells run on ``n_threads`` threads and are summed in block order.
     """
     Z = np.vstack([np.ones_like(z), z, z ** 2])
-    h, s = np.zeros((3, n_items)), np.zeros((3, n_items))
-    for lo in range(0, y.size, _CELLS):       # blocks of cells bound the memory
+
+    def block(lo):                            # blocks of cells bound the memory
         k = slice(lo, lo + _CELLS)
         r_k, c_k, y_k = rows[k], cols[k], y[k]
         m, v, ac = mu[r_k], sd[r_k], a[c_k]
@@ -98,11 +109,17 @@ def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post):
         r0, r1 = Z[:2] @ W
         q0, q1, q2 = Z @ R
         wrt = m * r0 + v * r1                                   # sum_q w r t
-        for acc, vals in ((h, (m * m * c0 + 2 * m * v * c1 + v * v * c2, m * c0 + v * c1, c0)),
-                          (s, (m * m * q0 + 2 * m * v * q1 + v * v * q2 - wrt ** 2,
-                               m * q0 + v * q1 - r0 * wrt, q0 - r0 ** 2))):
-            acc += [np.bincount(c_k, weights=x, minlength=n_items) for x in vals]
-    s_aa, s_ad, s_dd = s
+        vals = (m * m * c0 + 2 * m * v * c1 + v * v * c2, m * c0 + v * c1, c0,
+                m * m * q0 + 2 * m * v * q1 + v * v * q2 - wrt ** 2,
+                m * q0 + v * q1 - r0 * wrt, q0 - r0 ** 2)
+        return np.array([np.bincount(c_k, weights=x, minlength=n_items) for x in vals])
+
+    starts = range(0, y.size, _CELLS)
+    hs = np.zeros((6, n_items))
+    for part in map_blocks(block, starts, resolve_threads(n_threads, len(starts),
+                                                          y.size * z.size)):
+        hs += part                                              # in block order
+    h, (s_aa, s_ad, s_dd) = hs[:3], hs[3:]
     return h, s_aa, s_ad, s_dd
 
 
@@ -153,7 +170,8 @@ def _prior_curvature(a: np.ndarray, prec: float) -> np.ndarray:
 
 def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndarray,
                          mu: np.ndarray, sd: np.ndarray, *, common_slope: bool,
-                         slope_prec: float = 0.0, n_quad: int = 11) -> dict[str, Any]:
+                         slope_prec: float = 0.0, n_quad: int = 11,
+                         n_threads: int | None = 1) -> dict[str, Any]:
     """Variances of ``(a, d)`` from the observed information at an MML optimum.
 
     Parameters
@@ -163,6 +181,9 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
     mu, sd : (N,) posterior mean and sd of every model's standardised ability.
     common_slope : one slope shared by all items (the Rasch model).
     slope_prec : precision of the ``log a ~ N(0, 1/prec)`` slope prior (free slopes).
+    n_threads : threads for the blocks of cells (``None``: every CPU; one when the
+        work is small); blocks are summed in a fixed order, so the result is the
+        same to the bit for any value.
 
     Returns
     -------
@@ -183,14 +204,14 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
     N, M = Y.shape
     rows, cols = np.nonzero(O)
     y = Y[rows, cols].astype(float)
-    z, post = _posterior(rows, cols, y, N, a, d, mu, sd, n_quad)
+    z, post = _posterior(rows, cols, y, N, a, d, mu, sd, n_quad, n_threads)
     theta = mu[:, None] + sd[:, None] * z[None, :]
     P = M + 1 if common_slope else 2 * M
     full = P <= FULL_LIMIT and N * n_quad * P <= 5e7 and (
         common_slope or P ** 3 <= (N * n_quad) ** 2 * P)
     woodbury = not full and not common_slope and (N * n_quad) ** 2 * P <= WOODBURY_FLOPS
     if not (full or woodbury):
-        return _block_inverse(*_item_blocks(rows, cols, y, M, a, d, mu, sd, z, post),
+        return _block_inverse(*_item_blocks(rows, cols, y, M, a, d, mu, sd, z, post, n_threads),
                               a, common_slope, slope_prec)
     # dense (N, M) residuals per node: affordable within the limits above
     O = O.astype(float)

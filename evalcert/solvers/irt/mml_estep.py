@@ -18,12 +18,13 @@ from scipy.sparse import csr_matrix
 from scipy.special import expit, logsumexp
 
 from evalcert.errors import ConvergenceError, InputError
-from evalcert.solvers.irt.base import softplus_sigmoid
+from evalcert.solvers.irt.base import map_blocks, resolve_threads, softplus_sigmoid
 
 __all__: list[str] = []
 
 _MAX_GRID = 20_000      # nodes of the shared grid
-_CHUNK = 1 << 23        # cells (items x nodes) per block of the complete-data E-step
+_CHUNK = 1 << 23        # cells (items x nodes) up to which the complete-data E-step keeps P
+_THREAD_CHUNK = 1 << 18  # cells (items x nodes) per block of the complete-data E-step
 _BLOCK = 1 << 18        # cells x nodes per block of the adaptive E-step (fits in cache)
 
 
@@ -48,8 +49,9 @@ class _AdaptiveEStep:
     (``np.bincount``) per iteration, not five per node.
     """
 
-    def __init__(self, Yo: np.ndarray, O: np.ndarray, n_quad: int):
+    def __init__(self, Yo: np.ndarray, O: np.ndarray, n_quad: int, n_threads: int | None = 1):
         z, w = hermegauss(n_quad)
+        self.Z2, self.Z3 = np.vstack([np.ones_like(z), z]), np.vstack([np.ones_like(z), z, z ** 2])
         self.z, self.log_w = z, np.log(w / w.sum()) + 0.5 * z ** 2
         self.Yo, self.O = Yo, O
         self.rows, self.cols = np.nonzero(O)                 # row-major: rows sorted
@@ -69,6 +71,7 @@ class _AdaptiveEStep:
                                      side="right")) - 1
             bounds.append(min(n, max(hi, lo + 1)))
         self.blocks = list(zip(bounds[:-1], bounds[1:]))
+        self.threads = resolve_threads(n_threads, len(self.blocks), self.y.size * z.size)
 
     def start(self, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return _start(self.Yo, self.O)
@@ -82,50 +85,58 @@ class _AdaptiveEStep:
     def __call__(self, a: np.ndarray, d: np.ndarray, mu: np.ndarray,
                  sd: np.ndarray) -> dict[str, Any]:
         N, M = self.shape
-        z, starts, rows, y = self.z, self.starts, self.rows, self.y
+        rows, y = self.rows, self.y
         ac, dc = a[self.cols], d[self.cols]
         y_ac = np.bincount(rows, weights=y * ac, minlength=N)     # sum_j y a_j per model
         y_dc = np.bincount(rows, weights=y * dc, minlength=N)
         new_mu, new_sd, ll = np.empty(N), np.empty(N), np.empty(N)
         cell = np.empty((5, y.size))         # per cell: sum_q w p (1, t), w p (1 - p) (1, t, t^2)
-        Z2, Z3 = np.vstack([np.ones_like(z), z]), np.vstack([np.ones_like(z), z, z ** 2])
-        for lo, hi in self.blocks:
-            c0, c1 = starts[lo], starts[hi]
-            seg = starts[lo:hi] - c0
-            r = rows[c0:c1]
-            m_c, s_c = mu[r], sd[r]
-            base, slope = ac[c0:c1] * m_c + dc[c0:c1], ac[c0:c1] * s_c
-            q = np.multiply.outer(z, slope)                           # eta, (Q, cells)
-            q += base
-            if np.max(np.abs(base) + z[-1] * np.abs(slope)) > 700:   # exp(700) < inf
-                np.clip(q, -700.0, 700.0, out=q)
-            # 1 - p = 1 / (1 + e^eta): exp, add, reciprocal are SIMD ufuncs, 4x expit's speed
-            q = np.reciprocal(np.add(np.exp(q, out=q), 1.0, out=q), out=q)
-            softplus_sum = -np.add.reduceat(np.log(q), seg, axis=1)    # (Q, models)
-            theta = mu[lo:hi, None] + sd[lo:hi, None] * z[None, :]     # (models, Q)
-            log_joint = (self.log_w + np.log(sd[lo:hi])[:, None] - 0.5 * theta ** 2
-                         + (y_dc[lo:hi] + mu[lo:hi] * y_ac[lo:hi])[:, None]
-                         + (sd[lo:hi] * y_ac[lo:hi])[:, None] * z[None, :] - softplus_sum.T)
-            ll[lo:hi] = logsumexp(log_joint, axis=1)
-            post = np.exp(log_joint - ll[lo:hi, None])
-            new_mu[lo:hi] = m = (post * theta).sum(1)
-            new_sd[lo:hi] = np.sqrt(np.maximum((post * theta ** 2).sum(1) - m ** 2, 1e-12))
-            wp = np.repeat(post.T, np.diff(starts[lo:hi + 1]), axis=1)  # (Q, cells)
-            wp *= 1.0 - q                                               # w p
-            S = Z2 @ wp                                                 # sum_q w p (1, z)
-            wp *= q                                                     # w p (1 - p)
-            H = Z3 @ wp
-            cell[0, c0:c1] = S[0]
-            cell[1, c0:c1] = m_c * S[0] + s_c * S[1]
-            cell[2, c0:c1] = H[0]
-            cell[3, c0:c1] = m_c * H[0] + s_c * H[1]
-            cell[4, c0:c1] = m_c ** 2 * H[0] + 2 * m_c * s_c * H[1] + s_c ** 2 * H[2]
+        out = (new_mu, new_sd, ll, cell)
+        # blocks write disjoint slices of ``out``: any thread count gives the same bits
+        map_blocks(lambda block: self._block(*block, ac, dc, y_ac, y_dc, mu, sd, out),
+                   self.blocks, self.threads)
         cols = self.cols
         g0, g1, h0, h1, h2 = (np.bincount(cols, weights=v, minlength=M) for v in cell)
         g0 = self.ones - g0
         g1 = np.bincount(cols, weights=y * new_mu[rows], minlength=M) - g1
         return {"mu": new_mu, "sd": new_sd, "g0": g0, "g1": g1, "h0": h0, "h1": h1, "h2": h2,
                 "loglik": float(ll.sum())}
+
+    def _block(self, lo: int, hi: int, ac: np.ndarray, dc: np.ndarray, y_ac: np.ndarray,
+               y_dc: np.ndarray, mu: np.ndarray, sd: np.ndarray, out: tuple) -> None:
+        """Posteriors of models ``lo:hi`` and their cells' node sums, written into ``out``."""
+        new_mu, new_sd, ll, cell = out
+        z, starts = self.z, self.starts
+        c0, c1 = starts[lo], starts[hi]
+        seg = starts[lo:hi] - c0
+        r = self.rows[c0:c1]
+        m_c, s_c = mu[r], sd[r]
+        base, slope = ac[c0:c1] * m_c + dc[c0:c1], ac[c0:c1] * s_c
+        q = np.multiply.outer(z, slope)                           # eta, (Q, cells)
+        q += base
+        if np.max(np.abs(base) + z[-1] * np.abs(slope)) > 700:   # exp(700) < inf
+            np.clip(q, -700.0, 700.0, out=q)
+        # 1 - p = 1 / (1 + e^eta): exp, add, reciprocal are SIMD ufuncs, 4x expit's speed
+        q = np.reciprocal(np.add(np.exp(q, out=q), 1.0, out=q), out=q)
+        softplus_sum = -np.add.reduceat(np.log(q), seg, axis=1)    # (Q, models)
+        theta = mu[lo:hi, None] + sd[lo:hi, None] * z[None, :]     # (models, Q)
+        log_joint = (self.log_w + np.log(sd[lo:hi])[:, None] - 0.5 * theta ** 2
+                     + (y_dc[lo:hi] + mu[lo:hi] * y_ac[lo:hi])[:, None]
+                     + (sd[lo:hi] * y_ac[lo:hi])[:, None] * z[None, :] - softplus_sum.T)
+        ll[lo:hi] = logsumexp(log_joint, axis=1)
+        post = np.exp(log_joint - ll[lo:hi, None])
+        new_mu[lo:hi] = m = (post * theta).sum(1)
+        new_sd[lo:hi] = np.sqrt(np.maximum((post * theta ** 2).sum(1) - m ** 2, 1e-12))
+        wp = np.repeat(post.T, np.diff(starts[lo:hi + 1]), axis=1)  # (Q, cells)
+        wp *= 1.0 - q                                               # w p
+        S = self.Z2 @ wp                                            # sum_q w p (1, z)
+        wp *= q                                                     # w p (1 - p)
+        H = self.Z3 @ wp
+        cell[0, c0:c1] = S[0]
+        cell[1, c0:c1] = m_c * S[0] + s_c * S[1]
+        cell[2, c0:c1] = H[0]
+        cell[3, c0:c1] = m_c * H[0] + s_c * H[1]
+        cell[4, c0:c1] = m_c ** 2 * H[0] + 2 * m_c * s_c * H[1] + s_c ** 2 * H[2]
 
 
 class _CompleteEStep:
@@ -137,8 +148,11 @@ class _CompleteEStep:
     Items are processed in chunks so no array exceeds ``_CHUNK`` cells.
     """
 
-    def __init__(self, Yo: np.ndarray, *, pool_by_score: bool, n_quad: int, shared_only: bool):
+    def __init__(self, Yo: np.ndarray, *, pool_by_score: bool, n_quad: int, shared_only: bool,
+                 n_threads: int | None = 1):
         n = Yo.shape[0]
+        self.n_threads = n_threads
+        resolve_threads(n_threads, 1, 0)            # refuse a bad value before any work
         if pool_by_score:
             _, self.group, self.weights = np.unique(Yo.sum(1), return_inverse=True,
                                                     return_counts=True)
@@ -211,12 +225,19 @@ class _CompleteEStep:
         for attempt in range(4):
             nodes, log_base = self._nodes(mu, sd)
             flat = nodes.ravel()
-            rows = max(1, _CHUNK // flat.size)
+            rows = max(1, _THREAD_CHUNK // flat.size)   # fixed by the shape, not the threads
             chunks = [slice(k, k + rows) for k in range(0, a.size, rows)]
-            S = np.zeros(flat.size)
-            for c in chunks:
+            threads = resolve_threads(self.n_threads, len(chunks), a.size * flat.size)
+            keep = a.size * flat.size <= _CHUNK         # keep P for the second pass
+
+            def softplus_sums(c, flat=flat, keep=keep):
                 softplus, P = softplus_sigmoid(a[c, None] * flat[None, :] + d[c, None])
-                S += softplus.sum(0)
+                return softplus.sum(0), (P if keep else None)
+
+            parts = map_blocks(softplus_sums, chunks, threads)
+            S = parts[0][0].copy()
+            for part in parts[1:]:                      # in chunk order: same bits any threads
+                S += part[0]
             if nodes.ndim == 1:
                 log_joint = log_base - S + np.outer(t, nodes)                 # (G, K)
             else:
@@ -245,12 +266,16 @@ class _CompleteEStep:
              else (self.weights[:, None] * post).ravel())                  # weight per node
         Nz = N * flat
         stats = {k: np.empty(a.size) for k in ("PN", "PNz", "h0", "h1", "h2")}
-        for c in chunks:
-            if len(chunks) > 1:
-                P = softplus_sigmoid(a[c, None] * flat[None, :] + d[c, None])[1]
+
+        def item_sums(i):
+            c = chunks[i]
+            P = parts[i][1] if keep else softplus_sigmoid(a[c, None] * flat[None, :]
+                                                          + d[c, None])[1]
             H = P * (1 - P)
             stats["PN"][c], stats["PNz"][c] = P @ N, P @ Nz
             stats["h0"][c], stats["h1"][c], stats["h2"][c] = H @ N, H @ Nz, H @ (Nz * flat)
+
+        map_blocks(item_sums, range(len(chunks)), threads)
         return {"mu": new_mu, "sd": new_sd, "g0": self.ones - stats["PN"],
                 "g1": self.hits.T @ new_mu - stats["PNz"], "h0": stats["h0"],
                 "h1": stats["h1"], "h2": stats["h2"],

@@ -68,8 +68,10 @@ class Rasch(IRTEstimator):
         complement (:mod:`~.joint_newton`); ``lbfgs`` runs L-BFGS on the whole
         matrix. ``auto`` picks Newton unless one Newton step would cost more
         than ``2e10`` flops (both blocks of the pooled table above ~2,700).
-    n_quad : int
-        Gauss-Hermite nodes per model for ``mml`` with adaptive quadrature.
+    n_quad : int, optional
+        Gauss-Hermite nodes per model for ``mml`` with adaptive quadrature;
+        ``None`` (default) chooses them from the fewest responses any model gave
+        (:func:`~.mml.auto_n_quad`: 7 from 1,000, 11 from 100, else 15).
     quadrature : {"auto", "adaptive", "grid"}
         E-step of ``mml`` (:mod:`~.mml`): ``grid`` (complete data only) shares
         one fine grid among all models pooled by raw score; ``adaptive`` puts
@@ -105,7 +107,7 @@ class Rasch(IRTEstimator):
 
     def __init__(self, method: str = "jml", *, lam: float = 1.0,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
-                 optimizer: str = "auto", n_quad: int = 15, quadrature: str = "auto",
+                 optimizer: str = "auto", n_quad: int | None = None, quadrature: str = "auto",
                  n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000,
                  max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0,
                  verbose: bool = False):

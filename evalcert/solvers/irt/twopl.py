@@ -81,6 +81,10 @@ class TwoPL(IRTEstimator):
         (default 4, sd 0.5); 0 = pure marginal ML, slopes of either sign.
     quadrature : {"auto", "adaptive", "grid"}
         E-step of ``mml``; see :class:`~.rasch.Rasch` and :mod:`~.mml`.
+    n_threads : int, optional
+        Threads for the blocks of the ``mml`` E-step and standard errors;
+        ``None`` (default) uses every CPU (one thread when the work is small).
+        The estimates are bit-identical for every value.
     tol, max_iter, seed : tolerance, iteration budget, randomness.
     verbose : show a progress bar of iterations on stderr.
 
@@ -107,9 +111,10 @@ class TwoPL(IRTEstimator):
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
                  n_quad: int | None = None, quadrature: str = "auto", slope_prior: float = 4.0,
                  tol: float = 1e-6, max_iter: int = 2000, seed: int = 0,
-                 verbose: bool = False):
+                 verbose: bool = False, n_threads: int | None = None):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
                          tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
+        self.n_threads = n_threads
         self.n_quad = n_quad
         self.quadrature = quadrature
         self.slope_prior = slope_prior
@@ -189,7 +194,8 @@ class TwoPL(IRTEstimator):
         em = mml_em(sub.values, sub.observed, common_slope=False, n_quad=n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="2pl mml",
                     slope_prec=self.slope_prior, quadrature=self.quadrature,
-                    verbose=self.verbose, item_names=tuple(sub.item_names))
+                    verbose=self.verbose, item_names=tuple(sub.item_names),
+                    n_threads=self.n_threads)
         a, d = em["a"], em["d"]
         notes = [] if em["se_full"] else ["item SEs from each item's own block of the "
                                           "observed information (cross-item terms ignored)"]
