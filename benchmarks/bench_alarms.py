@@ -15,7 +15,9 @@ label balance, plus 200-item, 4-grader logs with 10% of decisions skipped (M=1 a
 the items everyone decided, ``on_missing="drop"``; the full joint keeps every item and
 judges each grader on its own, ``on_missing="keep"``). ``--sweep --levels`` adds the old
 whole-Q-complex level search (``search="levels"``) as the in-process reference
-(slow: minutes per case). Example:
+(slow: minutes per case); ``--skip-only`` runs only the skipped-items logs (with
+``--levels``: the level search, the previous path for them, beside the key search, both with
+binding pairs at the witness key). Example:
 ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_alarms.py --sweep``.
 """
 
@@ -68,10 +70,10 @@ SWEEP = [(0, 0.55, 0.85, 3.0), (1, 0.55, 0.85, 3.0), (2, 0.55, 0.85, 3.0),
 
 def timed(fn: Callable[[], object]) -> tuple[object, float, float, float]:
     """(result, wall s, CPU s, slowest single HiGHS solve in CPU s) of one call."""
-    from evalcert.logic import ilp, joint
+    from evalcert.logic import exact, ilp
 
     slowest = [0.0]
-    solve, run_solver = ilp.HighsModel.solve, joint.run_solver
+    solve, run_solver = ilp.HighsModel.solve, exact.run_solver
 
     def track(fn: Callable) -> Callable:
         def tracked(*args, **kwargs):
@@ -82,24 +84,26 @@ def timed(fn: Callable[[], object]) -> tuple[object, float, float, float]:
                 slowest[0] = max(slowest[0], time.process_time() - start)
         return tracked
 
-    ilp.HighsModel.solve, joint.run_solver = track(solve), track(run_solver)
+    ilp.HighsModel.solve, exact.run_solver = track(solve), track(run_solver)
     try:
         wall, cpu = time.perf_counter(), time.process_time()
         out = fn()
         return out, time.perf_counter() - wall, time.process_time() - cpu, slowest[0]
     finally:
-        ilp.HighsModel.solve, joint.run_solver = solve, run_solver
+        ilp.HighsModel.solve, exact.run_solver = solve, run_solver
 
 
 def sweep(levels: bool) -> None:
     """The issue-11 sweep: one row per (log, method)."""
     from fractions import Fraction
 
-    from evalcert.logic.joint import _joint_builder, exact_alarm, joint_start
+    from evalcert.logic.exact import exact_alarm
+    from evalcert.logic.joint import _joint_builder, joint_start
 
-    cases = [(f"Q=1000 N=5 seed={s} acc={lo}-{hi} alpha={a}",
-              simulate_decisions(1000, 3, 5, seed=s, acc_low=lo, acc_high=hi, alpha=a), None)
-             for s, lo, hi, a in SWEEP]
+    cases = [] if "--skip-only" in sys.argv else [
+        (f"Q=1000 N=5 seed={s} acc={lo}-{hi} alpha={a}",
+         simulate_decisions(1000, 3, 5, seed=s, acc_low=lo, acc_high=hi, alpha=a), None)
+        for s, lo, hi, a in SWEEP]
     cases += [] if "--no-skip" in sys.argv else [(f"Q=200 N=4 skip=0.1 seed={s}",
                simulate_decisions(200, 3, 4, seed=s, skip=0.1, on_missing="drop"),
                simulate_decisions(200, 3, 4, seed=s, skip=0.1, on_missing="keep"))
@@ -117,7 +121,8 @@ def sweep(levels: bool) -> None:
             top = m1.T if kept is None else Fraction(1)
             res, w, c, slow = timed(lambda: exact_alarm(
                 _joint_builder(full_dec), full_dec, "0.5", upper=top, m="full",
-                method="full-joint ILP", search="levels", max_binding_keys=0, max_checks=0,
+                method="full-joint ILP", search="levels", max_checks=0,
+                max_binding_keys=0 if kept is None else 3,
                 start=joint_start(full_dec, top, "highs")))
             runs.append(("full (levels)", res, w, c, slow, len(full_dec.items)))
         for method, res, w, c, slow, q in runs:

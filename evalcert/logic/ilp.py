@@ -356,6 +356,7 @@ class HighsModel:
                          coefs)
         self.n_lp = self.n_mip = 0
         self._relaxed = False
+        self.objective: tuple[dict[int, float], bool] = ({}, False)
 
     def add_column(self, lower: float | None, upper: float | None, integer: bool) -> int:
         """Append a column (``None``: unbounded on that side); return its index."""
@@ -385,8 +386,16 @@ class HighsModel:
     def set_bounds(self, col: int, lower: float, upper: float) -> None:
         self.h.changeColBounds(col, float(lower), float(upper))
 
+    def set_row_bounds(self, row: int, lower: float | None, upper: float | None) -> None:
+        """Row bounds (``None``: unbounded on that side); a free row is inactive."""
+        inf = self._hs.kHighsInf
+        self.h.changeRowBounds(row, -inf if lower is None else float(lower),
+                               inf if upper is None else float(upper))
+
     def set_objective(self, coefs: Mapping[int, float], maximize: bool = False) -> None:
-        """Objective ``sum coefs[col] * x[col]`` (every other cost 0)."""
+        """Objective ``sum coefs[col] * x[col]`` (every other cost 0); kept in
+        ``objective`` as the arguments, to restore it."""
+        self.objective = (dict(coefs), maximize)
         n = self.h.getNumCol()
         cost = np.zeros(n)
         for col, val in coefs.items():

@@ -1,4 +1,4 @@
-"""The full-joint alarm, and the exact driver shared with M=2 (paper 003, App. C extended).
+"""The full-joint alarm (paper 003, App. C extended).
 
 Full joint: the set of evaluations consistent with the question-aligned decisions of all
 N graders at once. Items with the same joint decision pattern ``p`` (one label, or "skipped",
@@ -19,33 +19,30 @@ M=1 and M=2 sets are relaxations of it, so ``T_full <= T_2 <= T_1``). With skipp
 (``on_missing="keep"``) each grader is judged on the items it decided; the key still covers
 every item, so the guarantee is the same statement, per grader, on its own items.
 
-With complete decisions ``T`` is found by :class:`evalcert.logic.search.KeySearch`: the
-model is copied once into HiGHS, the answer keys its LP relaxation allows just above the
-best known point are listed, and each is decided by a fixed-key MILP (the key fixes every
-denominator); with skipped items, or ``solver="cbc"``, by the level search
-:func:`evalcert.logic.search.max_ratio` over the whole Q-complex. The witness of every
-feasible answer is re-checked in integer arithmetic. Dawid & Skene's 45
+``T`` is found by :func:`evalcert.logic.exact.exact_alarm` (shared with M=2): the model is
+copied once into HiGHS, the answer keys its LP relaxation allows just above the best known
+point are listed, and each is decided by a fixed-key MILP (:class:`evalcert.logic.search.
+KeySearch`); with ``solver="cbc"`` by the level search over the whole Q-complex. The start
+point is the LP relaxation's point rounded to an exact key and improved by a local search
+(:func:`joint_start`). The witness of every feasible answer is re-checked in integer
+arithmetic. Dawid & Skene's 45
 patients with 5 raters (first rating each, 4 labels): see ``tests/logic/test_joint.py``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import sys
-import time
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import pulp
 
-from evalcert.errors import CertificateError, InputError
+from evalcert.errors import InputError
 from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
-from evalcert.logic.ilp import run_solver
+from evalcert.logic.exact import _relaxed, _Spec, exact_alarm, lp_levels
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
-from evalcert.logic.search import KeySearch, check_integer_solution, linear_value, max_ratio
-from evalcert.logic.summaries import Decisions, as_threshold
+from evalcert.logic.summaries import Decisions
 
 __all__ = ["JointModel", "joint_patterns", "exact_alarm", "alarm_full", "full_alarm_threshold"]
 
@@ -79,6 +76,7 @@ class JointModel:
     >>> model = JointModel(table1_decisions(), key=(6, 16, 3))
     >>> len(model.x), len(model.correct)  # 7 patterns split by label; 2 graders
     (7, 2)
+    >>> from evalcert.logic.ilp import run_solver
     >>> status, _ = run_solver(model.prob)
     >>> status, [int(pulp.value(q)) for q in model.q]
     ('Optimal', [6, 16, 3])
@@ -118,32 +116,6 @@ class JointModel:
                          for t in range(r)] for i in range(len(decisions.graders))]
 
 
-def _int(expr: Any, values: dict[str, int]) -> int:
-    if isinstance(expr, (int, np.integer)):
-        return int(expr)
-    return int(linear_value(expr, values))
-
-
-@dataclasses.dataclass
-class _Spec:
-    """One model with its (correct, den) expressions, as the driver sees it."""
-
-    prob: pulp.LpProblem
-    q: list[Any]
-    correct: list[list[Any]]
-    den: list[list[Any]]
-
-
-def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
-                                                Fraction, dict[str, int]]:
-    values = check_integer_solution(spec.prob, what)
-    key = tuple(_int(e, values) for e in spec.q)
-    corr = np.array([[_int(e, values) for e in row] for row in spec.correct], dtype=np.int64)
-    den = np.array([[_int(e, values) for e in row] for row in spec.den], dtype=np.int64)
-    ratios = [Fraction(int(c), int(d)) for c, d in zip(corr.ravel(), den.ravel()) if d > 0]
-    return key, corr, den, min(ratios) if ratios else Fraction(1), values
-
-
 def pair_statistics(decisions: Decisions, split: np.ndarray) -> dict[str, dict[str, str]]:
     """App. C, Eq. 18 at an answer key given as a split ``x[p][t]`` of the joint patterns:
     for each pair of graders and true label ``t``, the correctness covariance
@@ -165,56 +137,6 @@ def pair_statistics(decisions: Decisions, split: np.ndarray) -> dict[str, dict[s
             row[lab] = str(cij - ci * cj)
         out[f"{decisions.graders[i]}~{decisions.graders[j]}"] = row
     return out
-
-
-def _add_level(spec: _Spec, f: Fraction, relax: bool = False) -> None:
-    """``den * f <= correct`` for every (grader, label), through integer auxiliaries
-    ``D = den`` and ``M >= f * D``, ``correct >= M`` (valid since ``correct`` is an integer:
-    the solver can branch on the few ``D``, ``M`` instead of the many pattern splits;
-    graders sharing one denominator share ``D`` and ``M``)."""
-    cat = "Continuous" if relax else "Integer"
-    shared: dict[int, Any] = {}
-    for i, row in enumerate(spec.correct):
-        for t, corr in enumerate(row):
-            den = spec.den[i][t]
-            if isinstance(den, (int, np.integer)):
-                spec.prob += f.denominator * corr >= f.numerator * int(den), f"level_{i}_{t}"
-                continue
-            if id(den) not in shared:
-                d = spec.prob.add_variable(f"D_{i}_{t}", 0, None, cat=cat)
-                mm = spec.prob.add_variable(f"M_{i}_{t}", 0, None, cat=cat)
-                spec.prob += d == den, f"den_{i}_{t}"
-                spec.prob += f.denominator * mm >= f.numerator * d, f"level_{i}_{t}"
-                shared[id(den)] = mm
-            spec.prob += corr >= shared[id(den)], f"reach_{i}_{t}"
-
-
-def _relaxed(build: Callable[[Sequence[int] | None], _Spec], level: Fraction,
-             solver: str) -> _Spec | None:
-    spec = build(None)
-    for var in spec.prob.variables():
-        var.cat = "Continuous"
-    spec.prob += pulp.lpSum([])
-    _add_level(spec, level, relax=True)
-    status, _ = run_solver(spec.prob, solver)
-    return None if status == "Infeasible" else spec
-
-
-def lp_levels(build: Callable[[Sequence[int] | None], _Spec], upper: Fraction, max_den: int,
-              solver: str = "highs", steps: int = 24) -> tuple[Fraction, Fraction | None]:
-    """Bisection on the LP relaxation: ``(lo, hi)`` with the LP feasible at ``lo`` and
-    infeasible at ``hi`` (``None`` if it never was), denominators ``<= max_den``. The
-    integer program is infeasible wherever its relaxation is, so ``T < hi``."""
-    lo, hi, found = Fraction(0), upper, None
-    for _ in range(steps):
-        mid = ((lo + hi) / 2).limit_denominator(max_den)
-        if not lo < mid < hi:
-            break
-        if _relaxed(build, mid, solver) is None:
-            hi = found = mid
-        else:
-            lo = mid
-    return lo, found
 
 
 def rounded_joint_point(decisions: Decisions, level: Fraction, solver: str = "highs"
@@ -313,147 +235,6 @@ def _joint_value(pats: np.ndarray, x: np.ndarray) -> Fraction:
             if den:
                 out = min(out, Fraction(int(x[pats[:, i] == t, t].sum()), den))
     return out
-
-
-def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decisions,
-                threshold: Any, *, upper: Fraction, m: int | str, method: str,
-                solver: str = "highs", candidates: Callable[[Fraction], Any] | None = None,
-                n_keys: int | None = None, max_checks: int = 200, max_binding_keys: int = 3,
-                verbose: bool = False,
-                describe: Callable[[tuple[int, ...], Any], dict[str, Any]] | None = None,
-                start: tuple[Fraction, tuple[int, ...], Any] | None = None,
-                improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
-                search: str = "keys", max_keys: int = 2000) -> AlarmResult:
-    """Alarm from a model builder: exact ``T``, attaining keys and binding (grader, label)
-    pairs by fixed-key ILPs, every feasible point re-checked.
-
-    ``search="keys"`` (with HiGHS and complete decisions: every denominator a key count)
-    lists the keys the LP relaxation allows and decides them one by one
-    (:class:`KeySearch`, at most ``max_keys`` before it bisects levels with whole-Q-complex
-    MILPs); ``search="levels"`` (also the path for skipped items and CBC) searches levels
-    over the whole Q-complex (:func:`max_ratio`). Both are exact and agree (tests).
-
-    ``candidates(T)`` returns ``(count, keys)`` of keys that may attain ``T`` (a superset, e.g.
-    the M=1 keys with ``v(q) >= T``); without it only the witness key is listed.
-    ``start``: ``(value, key, split)`` of a point known to be consistent (a lower bound).
-    ``describe(key, values_or_split)`` turns the witness at ``T`` into the result's
-    ``witness`` dict. ``improve(values)`` may turn a solver's point into a better consistent
-    point ``(value, key, point)`` (a local search), re-checked exactly by the caller.
-
-    Examples
-    --------
-    The full-joint alarm, driven by hand (:func:`alarm_full` adds a start point, the
-    M=1 candidate keys and a local search):
-
-    >>> from evalcert.datasets.mtbench import table1_decisions
-    >>> dec = table1_decisions()
-    >>> def build(key):
-    ...     model = JointModel(dec, key=key)
-    ...     return _Spec(model.prob, model.q, model.correct, model.den)
-    >>> result = exact_alarm(build, dec, "0.5", upper=Fraction(1), m="full",
-    ...                      method="full-joint ILP")
-    >>> result.T, result.attaining_keys[0] in {(6, 16, 3), (8, 14, 3)}  # a witness key
-    (Fraction(5, 8), True)
-    """
-    x = as_threshold(threshold)
-    t0 = time.perf_counter()
-    found: dict[Fraction, tuple[tuple[int, ...], Any]] = {}
-    n_solves = 0
-
-    def solve(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
-                                               Fraction] | None:
-        nonlocal n_solves
-        n_solves += 1
-        status, _ = run_solver(spec.prob, solver)
-        return None if status == "Infeasible" else _evaluate(spec, what)
-
-    def accept(out: tuple, f: Fraction) -> Fraction:
-        """Store an exactly re-checked point reaching ``f``; return its (improved) value."""
-        if out[3] < f:
-            raise CertificateError(f"{method}: the solver's point reaches only {out[3]} < {f}")
-        found[out[3]] = (out[0], out[4])
-        if improve is not None:
-            better = improve(out[4])
-            if better[0] > out[3]:
-                found[better[0]] = (better[1], better[2])
-                return better[0]
-        return out[3]
-
-    def feasible(f: Fraction) -> Fraction | None:
-        spec = build(None)
-        spec.prob += pulp.lpSum([])
-        _add_level(spec, f)
-        out = solve(spec, f"{method} at level {f}")
-        if verbose:
-            print(f"  level {f}: {'feasible' if out else 'infeasible'} "
-                  f"({time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-        return None if out is None else accept(out, f)
-
-    n = len(decisions.items)
-    attained = Fraction(0)
-    if start is not None:
-        attained = start[0]
-        found[attained] = (start[1], start[2])
-    by_keys, finder = None, None
-    kspec = build(None) if search == "keys" and solver == "highs" else None
-    if kspec is not None and all(d is q for row in kspec.den for d, q in zip(row, kspec.q)):
-        # complete decisions: every denominator is a key count (skipped items: levels)
-        finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
-        by_keys = finder.run(attained, upper, lambda values, f: accept(
-            _evaluate(kspec, f"{method} at level {f}"), f))
-        n_solves += finder.model.n_mip
-        if verbose:
-            print(f"  key search: T = {by_keys[0]}, {by_keys[1]} keys decided "
-                  f"({finder.model.n_lp} LPs, {finder.model.n_mip} MILPs, "
-                  f"{time.perf_counter() - t0:.1f} s)", file=sys.stderr)
-    if by_keys is not None:
-        t_val = by_keys[0]
-    else:
-        finder = None
-        _, bound = lp_levels(build, upper, n, solver)
-        t_val, _ = max_ratio(feasible, upper, n, infeasible_above=bound, attained=attained)
-    if t_val not in found:  # T = 0 without a feasible call yet: get a witness
-        feasible(t_val)
-
-    def at_key(key: tuple[int, ...], what: str, cell: tuple[int, int] | None = None):
-        """Fixed-key MILP at level T (maximising the slack of ``cell``), or None."""
-        nonlocal n_solves
-        if finder is None:
-            spec = build(key)
-            _add_level(spec, t_val)
-            spec.prob += pulp.lpSum([]) if cell is None else (
-                t_val.denominator * spec.correct[cell[0]][cell[1]]
-                - t_val.numerator * spec.den[cell[0]][cell[1]])
-            return solve(spec, what)
-        n_solves += 1
-        obj = [] if cell is None else [(kspec.correct[cell[0]][cell[1]], t_val.denominator),
-                                       (kspec.den[cell[0]][cell[1]], -t_val.numerator)]
-        return _evaluate(kspec, what) if finder.solve_at(key, t_val, obj) else None
-
-    keys: list[tuple[int, ...]] = []
-    n_att: int | None
-    n_cand, cand = candidates(t_val) if candidates is not None else (None, ())
-    if t_val == 0 and n_cand is not None:  # every key attains 0
-        n_att, keys = n_cand, list(cand)
-    elif n_cand is not None and n_cand <= max_checks:
-        keys = [tuple(key) for key in cand if at_key(tuple(key), f"{method} at key {key}")]
-        n_att = len(keys)
-    else:
-        keys, n_att = [found[t_val][0]], None
-    binding: dict[tuple[str, str], None] = {}
-    for key in (keys[:max_binding_keys] if t_val > 0 else []):
-        for i, g in enumerate(decisions.graders):
-            for t, lab in enumerate(decisions.labels):
-                out = at_key(key, f"{method} binding {g}/{lab} at {key}", (i, t))
-                if out is not None and out[1][i, t] * t_val.denominator == \
-                        t_val.numerator * out[2][i, t] and out[2][i, t] > 0:
-                    binding[(g, lab)] = None
-    witness = describe(*found[t_val]) if describe is not None else None
-    return AlarmResult(threshold=x, fires=x >= t_val, T=t_val, attaining_keys=tuple(keys),
-                       n_attaining=n_att, binding=tuple(binding), m=m, n_keys=n_keys,
-                       labels=decisions.labels, graders=decisions.graders,
-                       method=f"{method} ({solver})", n_solves=n_solves,
-                       seconds=time.perf_counter() - t0, witness=witness)
 
 
 def _joint_builder(dec: Decisions, lower: Any = None, upper: Any = None

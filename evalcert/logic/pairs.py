@@ -31,7 +31,8 @@ import pulp
 from evalcert.errors import InputError
 from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
 from evalcert.logic.ilp import IlpResult, M1Model, solve_model
-from evalcert.logic.joint import _Spec, exact_alarm, joint_start, witness_of_split
+from evalcert.logic.exact import _Spec, exact_alarm
+from evalcert.logic.joint import joint_start, witness_of_split
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.summaries import Decisions, as_threshold
 

@@ -110,17 +110,6 @@ class Design:
         return sp.csr_matrix((data, indices, np.arange(0, 2 * n + 1, 2)),
                              shape=(n, self.K + self.J))
 
-    def column_major(self) -> np.ndarray:
-        """Permutation listing the cells column by column (rows ascending)."""
-        n = self.n_cells
-        itype = np.int32 if n < 2 ** 31 - 1 and max(self.K, self.J) < 2 ** 31 - 1 else np.int64
-        indptr = np.r_[0, np.cumsum(np.bincount(self.rows, minlength=self.K))].astype(itype)
-        # csr -> csc (a counting sort in C) carries the cell numbers as data;
-        # explicit zeros are kept, so cell 0 is not lost
-        perm = sp.csr_matrix((np.arange(n, dtype=itype), self.cols.astype(itype), indptr),
-                             shape=(self.K, self.J)).tocsc()
-        return perm.data.astype(np.int64)
-
 
 def row_major_order(K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
     """``None`` if the cells are in strict row-major order, else the sorting permutation.
@@ -138,19 +127,23 @@ def row_major_order(K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> np.nd
     return np.argsort(flat, kind="stable")
 
 
-def hessian(design: Design, weights: np.ndarray, lam: float, n_extra: int = 0) -> sp.csc_matrix:
+def hessian(design: Design, weights: np.ndarray | None, lam: float,
+            n_extra: int = 0) -> sp.csc_matrix:
     """``P = 2 (D'WD + lam I)`` (padded with ``n_extra`` zero rows/columns) in O(n_cells).
 
     ``D'WD`` is the weighted Laplacian of the bipartite agent-item graph: the
     diagonal holds each agent's and item's total weight and the off-diagonal
     blocks ``-w_ij``. The CSC arrays are written directly (sorted indices,
     zero weights kept as explicit entries so the pattern depends on the design
-    only), with no sparse product and no sort.
+    only), with no sparse product and no sort: the item columns come from one
+    CSR -> CSC transpose of the cells (a counting sort in C) that carries the
+    weights along. ``weights=None`` (or all ones) is a plain fit: no weight
+    array is read or gathered.
 
     Examples
     --------
     >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
-    >>> hessian(d, np.ones(3), 0.0).toarray()
+    >>> hessian(d, None, 0.0).toarray()
     array([[ 4.,  0., -2., -2.],
            [ 0.,  2.,  0., -2.],
            [-2.,  0.,  2.,  0.],
@@ -158,7 +151,8 @@ def hessian(design: Design, weights: np.ndarray, lam: float, n_extra: int = 0) -
     """
     K, J, n = design.K, design.J, design.n_cells
     rows, cols = design.rows, design.cols
-    w = np.asarray(weights, dtype=float)
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    unit = w is None or n == 0 or (float(w.min()) == 1.0 and float(w.max()) == 1.0)
     deg_r = np.bincount(rows, minlength=K)
     deg_c = np.bincount(cols, minlength=J)
     nnz = 2 * n + K + J
@@ -166,25 +160,28 @@ def hessian(design: Design, weights: np.ndarray, lam: float, n_extra: int = 0) -
     data = np.empty(nnz)
     indices = np.empty(nnz, dtype=itype)
     # agent columns: the diagonal, then the agent's cells (row-major order)
-    diag = np.r_[0, np.cumsum(deg_r)[:-1]] + np.arange(K)
+    row_ptr = np.r_[0, np.cumsum(deg_r)]
+    diag = row_ptr[:-1] + np.arange(K)
     cells = np.ones(n + K, dtype=bool)
     cells[diag] = False
     block, idx = data[:n + K], indices[:n + K]
-    block[diag] = 2.0 * (np.bincount(rows, weights=w, minlength=K) + lam)
+    block[diag] = 2.0 * ((deg_r if unit else np.bincount(rows, weights=w, minlength=K)) + lam)
     idx[diag] = np.arange(K)
-    block[cells] = -2.0 * w
-    idx[cells] = K + cols
+    block[cells] = -2.0 if unit else -2.0 * w
+    idx[cells] = cols
+    idx[cells] += K
     # item columns: the item's cells (rows ascending), then the diagonal
-    perm = design.column_major()
+    by_item = sp.csr_matrix((np.ones(n, dtype=bool) if unit else w, cols.astype(itype),
+                             row_ptr.astype(itype)), shape=(K, J)).tocsc()
     diag = np.cumsum(deg_c) + np.arange(J)
     cells = np.ones(n + J, dtype=bool)
     cells[diag] = False
     block, idx = data[n + K:], indices[n + K:]
-    block[diag] = 2.0 * (np.bincount(cols, weights=w, minlength=J) + lam)
+    block[diag] = 2.0 * ((deg_c if unit else np.bincount(cols, weights=w, minlength=J)) + lam)
     idx[diag] = K + np.arange(J)
-    block[cells] = -2.0 * w[perm]
-    idx[cells] = rows[perm]
-    del perm, cells
+    block[cells] = -2.0 if unit else -2.0 * by_item.data
+    idx[cells] = by_item.indices
+    del by_item, cells
     indptr = np.r_[0, np.cumsum(np.r_[deg_r + 1, deg_c + 1, np.zeros(n_extra, dtype=np.int64)])]
     size = K + J + n_extra
     return sp.csc_matrix((data, indices, indptr.astype(itype)), shape=(size, size))
@@ -194,28 +191,37 @@ def n_aux(box: str) -> int:
     return 2 if box == "all" else 0
 
 
+def _all_cells_box(K: int, J: int) -> sp.csc_matrix:
+    """The constraint matrix of ``box="all"``, written as CSC arrays in O(K + J):
+    row 0 the gauge ``sum_j b_j``, rows ``1 + v`` the differences
+    ``x_v - c_hi`` and rows ``1 + K + J + v`` ``x_v - c_lo`` for every agent and
+    item ``v`` (columns ``K + J`` and ``K + J + 1`` are ``c_hi``, ``c_lo``)."""
+    V = K + J
+    itype = np.int32 if 3 * V + 2 < 2 ** 31 - 1 else np.int64
+    v = np.arange(V, dtype=itype)
+    agents = np.stack([1 + v[:K], 1 + V + v[:K]], axis=1).ravel()
+    items = np.stack([np.zeros(J, dtype=itype), 1 + v[K:], 1 + V + v[K:]], axis=1).ravel()
+    indices = np.concatenate([agents, items, 1 + v, 1 + V + v])
+    data = np.r_[np.ones(2 * K + 3 * J), -np.ones(2 * V)]
+    indptr = np.r_[0, 2 * np.arange(1, K + 1), 2 * K + 3 * np.arange(1, J + 1),
+                   2 * K + 3 * J + V, 2 * K + 3 * J + 2 * V].astype(itype)
+    return sp.csc_matrix((data, indices, indptr), shape=(1 + 2 * V, V + 2))
+
+
 def _constraints(design: Design, box: str, bounds: Bounds) -> tuple[sp.csc_matrix, np.ndarray,
                                                                      np.ndarray]:
     K, J = design.K, design.J
     lo, hi = bounds
+    if box == "all":
+        lower = np.r_[0.0, np.full(K, -np.inf), np.full(J, -hi), np.zeros(K), np.full(J, -np.inf)]
+        upper = np.r_[0.0, np.zeros(K), np.full(J, np.inf), np.full(K, np.inf), np.full(J, -lo)]
+        return _all_cells_box(K, J), lower, upper
     n = K + J + n_aux(box)
     gauge = sp.csr_matrix((np.ones(J), (np.zeros(J, dtype=int), K + np.arange(J))), shape=(1, n))
     blocks = [gauge]
     lower = [np.zeros(1)]
     upper = [np.zeros(1)]
-    if box == "all":
-        c_hi, c_lo = K + J, K + J + 1
-        eye = sp.identity(K + J, format="csr")
-        for aux, lb, ub in ((c_hi, np.r_[np.full(K, -np.inf), np.full(J, -hi)],
-                             np.r_[np.zeros(K), np.full(J, np.inf)]),
-                            (c_lo, np.r_[np.zeros(K), np.full(J, -np.inf)],
-                             np.r_[np.full(K, np.inf), np.full(J, -lo)])):
-            col = sp.csr_matrix((-np.ones(K + J), (np.arange(K + J), np.full(K + J, aux))),
-                                shape=(K + J, n))
-            blocks.append(sp.hstack([eye, sp.csr_matrix((K + J, 2))]).tocsr() + col)
-            lower.append(lb)
-            upper.append(ub)
-    elif box == "observed":
+    if box == "observed":
         blocks.append(design.D)
         lower.append(np.full(design.n_cells, lo))
         upper.append(np.full(design.n_cells, hi))
@@ -225,7 +231,7 @@ def _constraints(design: Design, box: str, bounds: Bounds) -> tuple[sp.csc_matri
     return A, np.concatenate(lower), np.concatenate(upper)
 
 
-def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float,
+def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam: float,
              box: Box, bounds: Bounds = (-1.0, 1.0)) -> QP:
     """The QP of Eq. 7 for ``design`` with cell ``scores`` and ``weights``.
 
@@ -235,6 +241,7 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     ----------
     design : Design
     scores, weights : ndarray, shape (design.n_cells,)
+        ``weights=None`` is a plain fit (every weight 1), with no weight array.
     lam : float
         Ridge weight (``>= 0``).
     box : {"all", "observed", "none"}
@@ -258,7 +265,7 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
     # when every item carries weight or lam > 0: a solver may eliminate it
     # first. Not with the observed-cells box, whose active cell rows share
     # items and would leave a large reduced system (a sparse LU is faster).
-    col_weight = np.bincount(design.cols, weights=weights, minlength=J)
+    col_weight = np.bincount(design.cols, weights=weights, minlength=J)  # None: degrees
     eliminable = K + np.arange(J) if box != "observed" and np.all(col_weight + lam > 0) \
         else None
     # With the all-cells box some optimum has |b_j| <= hi - lo (sum b = 0 and
@@ -270,7 +277,8 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray, lam: float
                           x_bound=x_bound), design, scores, weights)
 
 
-def with_scores(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray) -> QP:
+def with_scores(qp: QP, design: Design, scores: np.ndarray,
+                weights: np.ndarray | None) -> QP:
     """``qp`` with the data terms of new ``scores``: ``q = -2 D'(w s)`` (zero on
     the auxiliaries) and ``r = s'Ws``. ``P`` and ``A`` do not depend on the
     scores, so a refit on the same design and weights only changes these.
@@ -284,7 +292,7 @@ def with_scores(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray)
     ([-0.4, -0.2, 0.2, 0.4, 0.0, 0.0], 0.03, True)
     """
     K, J = design.K, design.J
-    ws = weights * scores
+    ws = scores if weights is None else weights * scores
     q = np.zeros(qp.n)
     q[:K] = -2.0 * np.bincount(design.rows, weights=ws, minlength=K)
     q[K:K + J] = 2.0 * np.bincount(design.cols, weights=ws, minlength=J)

@@ -89,7 +89,7 @@ def test_bounds_flag_prints_the_ranges_and_max_keys(log, capsys):
 
 
 def test_too_many_programs_refused_before_the_alarm(tmp_path, capsys, monkeypatch):
-    from tests.logic.test_bounds import forbid_solvers
+    from tests.logic._helpers import forbid_solvers
 
     forbid_solvers(monkeypatch)
     rows = "".join(f"q{i},g{g},{'abc'[(i + g) % 3]}\n" for i in range(12) for g in range(40))

@@ -19,6 +19,8 @@ from evalcert.logic.evaluations import iter_evaluations
 from evalcert.logic.joint import alarm_full
 from evalcert.logic.pairs import alarm_m2
 
+from tests.logic._helpers import forbid_solvers
+
 
 def decisions(cols, labels):
     rows = [(k, f"g{i}", labels[v]) for i, col in enumerate(cols) for k, v in enumerate(col)]
@@ -201,19 +203,6 @@ def test_m2_binding_and_m1_closed_form_on_mtbench():
     assert (b1.max_correct[0] == best_correct(paper_summaries(), r1.attaining_keys[0])).all()
     binds = {(r["grader"], r["label"]) for r in b1.rows() if r["max_accuracy"] == str(r1.T)}
     assert binds == set(r1.binding)
-
-
-def forbid_solvers(monkeypatch):
-    """Make every PuLP solve and every HighsModel solve fail the test."""
-    import pulp
-
-    from evalcert.logic.ilp import HighsModel
-
-    def no_solve(*args, **kwargs):
-        raise AssertionError("a solver ran")
-
-    monkeypatch.setattr(pulp.LpProblem, "solve", no_solve)
-    monkeypatch.setattr(HighsModel, "solve", no_solve)
 
 
 def test_bad_input_is_refused_before_any_solve(monkeypatch):

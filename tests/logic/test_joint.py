@@ -9,51 +9,19 @@ import itertools
 from fractions import Fraction
 
 import numpy as np
-import pandas as pd
 import pulp
 import pytest
 from hypothesis import given, settings, strategies as st
 
 from evalcert.datasets.mtbench import table1_decisions
 from evalcert.errors import CertificateError, InputError
-from evalcert.logic import alarm_threshold, decisions_from_frame
+from evalcert.logic import alarm_threshold
 from evalcert.logic.joint import alarm_full, full_alarm_threshold, rounded_joint_point
 from evalcert.logic.pairs import alarm_m2, m2_alarm_threshold
 from evalcert.logic.search import (check_integer_solution, farey_successor, max_ratio,
                                    simplest_between)
 
-
-def decisions(cols, labels, on_missing="error"):
-    """Grader i's column ``cols[i]`` (label index, or -1 for skipped) as Decisions."""
-    rows = [(k, f"g{i}", labels[v]) for i, col in enumerate(cols) for k, v in enumerate(col)
-            if v >= 0]
-    return decisions_from_frame(pd.DataFrame(rows, columns=["item", "grader", "label"]),
-                                labels=labels, on_missing=on_missing)
-
-
-def brute_force_joint(dec):
-    """max over every item-level truth of min_{i,t} (correct / decided) over non-empty cells."""
-    arr, r = dec.array, len(dec.labels)
-    best = Fraction(0)
-    for truth in itertools.product(range(r), repeat=len(dec.items)):
-        truth = np.array(truth)
-        vals = []
-        for i in range(arr.shape[1]):
-            for t in range(r):
-                den = int(((truth == t) & (arr[:, i] >= 0)).sum())
-                if den:
-                    vals.append(Fraction(int(((truth == t) & (arr[:, i] == t)).sum()), den))
-        best = max(best, min(vals))
-    return best
-
-
-def instance(min_graders=2, max_graders=3, max_q=6, skip=False):
-    low = -1 if skip else 0
-    return st.tuples(st.integers(2, 3), st.integers(2, max_q),
-                     st.integers(min_graders, max_graders)).flatmap(
-        lambda t: st.tuples(st.just(t[0]), st.lists(
-            st.lists(st.integers(low, t[0] - 1), min_size=t[1], max_size=t[1]),
-            min_size=t[2], max_size=t[2])))
+from tests.logic._helpers import brute_force_joint, decisions, instance
 
 
 @settings(max_examples=15, deadline=None)

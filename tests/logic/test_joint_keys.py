@@ -18,11 +18,12 @@ from hypothesis import given, settings, strategies as st
 from evalcert.errors import SolverError
 from evalcert.logic import alarm_threshold
 from evalcert.logic.ilp import HighsModel
-from evalcert.logic.joint import _joint_builder, alarm_full, exact_alarm, joint_start
+from evalcert.logic.exact import exact_alarm
+from evalcert.logic.joint import _joint_builder, alarm_full, joint_start
 from evalcert.logic.pairs import _build as m2_builder, alarm_m2
 from evalcert.logic.simulate import simulate_decisions
 
-from tests.logic.test_joint import brute_force_joint, decisions, instance
+from tests.logic._helpers import brute_force_joint, decisions, instance
 
 LABELS = ["a", "b", "tie"]
 

@@ -65,6 +65,58 @@ def test_cell_builders_equal_sparse_product_formulas(seed):
     assert qp.r == pytest.approx(float(np.sum(w * s * s)), rel=1e-14)
 
 
+def _stacked_all_cells_box(K, J, bounds):
+    """The all-cells box as the build stacked it before its CSC arrays were
+    written directly: the reference for :func:`test_fast_builders_equal_references`."""
+    lo, hi = bounds
+    n = K + J + 2
+    blocks = [sp.csr_matrix((np.ones(J), (np.zeros(J, dtype=int), K + np.arange(J))),
+                            shape=(1, n))]
+    lower, upper = [np.zeros(1)], [np.zeros(1)]
+    eye = sp.identity(K + J, format="csr")
+    for aux, lb, ub in ((K + J, np.r_[np.full(K, -np.inf), np.full(J, -hi)],
+                         np.r_[np.zeros(K), np.full(J, np.inf)]),
+                        (K + J + 1, np.r_[np.zeros(K), np.full(J, -np.inf)],
+                         np.r_[np.full(K, np.inf), np.full(J, -lo)])):
+        col = sp.csr_matrix((-np.ones(K + J), (np.arange(K + J), np.full(K + J, aux))),
+                            shape=(K + J, n))
+        blocks.append(sp.hstack([eye, sp.csr_matrix((K + J, 2))]).tocsr() + col)
+        lower.append(lb)
+        upper.append(ub)
+    return sp.vstack(blocks).tocsc(), np.concatenate(lower), np.concatenate(upper)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_builders_equal_references(seed):
+    """The unit-weight Hessian (no weight array) and the directly written
+    all-cells box equal the sparse-product / stacked builds exactly, pattern
+    included (zero weights stay explicit entries)."""
+    rng = np.random.default_rng(seed)
+    K, J = (int(v) for v in rng.integers(1, 25, 2))
+    S = _scores(K, J, rng.uniform(0.1, 0.9), seed)
+    rows, cols, s = S.cells()
+    design = Design.from_cells(K, J, rows, cols)
+    n = len(rows)
+    D = design.D
+    lam = [0.0, 1e-3][seed % 2]
+    bounds = (-1.0, 1.0) if seed % 3 else (0.0, 50.0)
+    for w in (None, np.ones(n), rng.integers(0, 3, n).astype(float)):
+        P = hessian(design, w, lam, 2)
+        W = sp.diags(np.ones(n) if w is None else w)
+        expected = 2.0 * (D.T @ W @ D + lam * sp.identity(K + J))
+        np.testing.assert_array_equal(P[:K + J, :K + J].toarray(), expected.toarray())
+        assert P.nnz == 2 * n + K + J and P.has_sorted_indices and P[K + J:].nnz == 0
+        qp = build_qp(design, s, w, lam, "all", bounds)
+        ones = build_qp(design, s, np.ones(n) if w is None else w, lam, "all", bounds)
+        np.testing.assert_array_equal(qp.q, ones.q)
+        assert qp.r == ones.r
+    A, lower, upper = _stacked_all_cells_box(K, J, bounds)
+    assert qp.A.format == "csc" and qp.A.has_sorted_indices
+    np.testing.assert_array_equal(qp.A.toarray(), A.toarray())
+    np.testing.assert_array_equal(qp.l, lower)
+    np.testing.assert_array_equal(qp.u, upper)
+
+
 @pytest.mark.parametrize("bounds", [(-1.0, 1.0), (0.0, 50.0)])
 @pytest.mark.parametrize("box", ["all", "none"])
 @pytest.mark.parametrize("seed", range(3))

@@ -159,10 +159,12 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
     * ``direct``: Schur complements and sparse/dense factorisations, refined
       to rounding; used while the first factorisation costs less than
       ``DIRECT_FLOPS``;
-    * ``pcg``: projected preconditioned conjugate gradients
-      (:func:`_pcg_kkt_solve`), one sparse product with ``P`` per step, so
-      time and memory grow with the observed cells; for active sets it
-      cannot handle (many general rows) it falls back to ``direct``.
+    * ``pcg``: preconditioned conjugate gradients (:func:`_pcg_kkt_solve`)
+      on the Schur complement of ``qp.eliminable`` (K x K for the
+      clipped-linear fit; projected PCG on the full system without one),
+      one pass over the cells per step, so time and memory grow with the
+      observed cells; for active sets it cannot handle (many general rows)
+      it falls back to ``direct``.
 
     If the primal-dual iteration cycles, the primal active-set method
     (:func:`~evalcert.solvers.backends.native_primal.primal_active_set`)

@@ -1,5 +1,7 @@
 """The PCG path of the native solver: one active set's equality-constrained QP
-by projected preconditioned conjugate gradients, O(nnz(P)) per step.
+by preconditioned conjugate gradients, O(nnz(P)) per step: on the Schur
+complement of the eliminable (item) block when the QP names one, else
+projected PCG on the full system.
 
 Used by :func:`evalcert.solvers.backends.native.solve` on designs whose
 factorisation would cost more than ``native.DIRECT_FLOPS``.
@@ -34,21 +36,31 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     hub ``x_h`` has no Hessian entry (the all-cells box rows ``theta_i - c``,
     ``b_j - c``), tie ``x_k`` to ``x_h``: they are substituted,
     ``x = Z z + offset``. The few remaining active rows (the gauge
-    ``sum_j b_j = 0``) stay as constraints ``C z = d``, and conjugate
-    gradients run on ``min 1/2 z'Z'PZ z + (Z'(P offset + q))'z`` in the null
-    space of ``C``, preconditioned by the diagonal of ``Z'PZ`` (the
-    constraint preconditioner of Gould, Hribar & Nocedal, SIAM J. Sci.
-    Comput. 23, 2001). Multipliers: ``y_C`` by least squares on the final
-    gradient, and for each tie row from the stationarity of its ``x_k``.
-    Stops when the projected gradient is below ``rtol`` of the problem's
-    scale or stops falling (what rounding allows).
+    ``sum_j b_j = 0``) stay as constraints ``C z = d`` of
+    ``min 1/2 z'Z'PZ z + (Z'(P offset + q))'z``.
+
+    When ``qp.eliminable`` names a diagonal block of ``P`` (the items of the
+    clipped-linear fit), the free eliminable variables and then the
+    multipliers of ``C`` are eliminated exactly (:func:`_schur_operator`) and
+    conjugate gradients run on the K-square Schur complement, preconditioned
+    by its diagonal and started from the current point (:func:`_schur_cg`):
+    each step is one gather and one scatter over the cells with vectors of
+    size K, and it needs fewer steps than the full system (39 against 66 CG
+    steps for a whole fit at 10^4 x 10^6 with 5 x 10^6 cells). Otherwise
+    projected PCG runs on all free coordinates in the null space of ``C``,
+    preconditioned by the diagonal of ``Z'PZ`` (the constraint
+    preconditioner of Gould, Hribar & Nocedal, SIAM J. Sci. Comput. 23,
+    2001), with ``y_C`` by least squares on the final gradient. Multipliers
+    of the tie rows come from the stationarity of their ``x_k``. Stops when
+    the projected gradient is below ``rtol`` of the problem's scale or stops
+    falling (what rounding allows).
     """
     n = qp.n
     if "A_csr" not in cache:
         # P is symmetric: its CSR view (P.T of a CSC matrix, no copy) has the
         # faster product; rows of A are sliced in CSR.
         P = qp.P.tocsc()
-        cache.update(A_csr=qp.A.tocsr(), P_rows=P.T, P_diag=P.diagonal())
+        cache.update(A_csr=qp.A.tocsr(), P_rows=P.T, P_csc=P, P_diag=P.diagonal())
         cache["hub"] = cache["P_diag"] == 0
     P, hub = cache["P_rows"], cache["hub"]
     A_act = cache["A_csr"][active]
@@ -76,17 +88,13 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     fixed[hubs] = False
     off[fixed] = x[fixed]
     free = (rep == np.arange(n)) & ~fixed
-    diag = np.where(free, cache["P_diag"], 0.0)
-    for g in hubs:
-        e = (rep == g).astype(float)
-        diag[g] = float(e @ (P @ e))
-    if np.any(diag[free] <= 0):
-        raise _Unsupported
-    minv = np.where(free, 1.0 / np.where(free, diag, 1.0), 0.0)
-    Z = sp.csr_matrix((np.ones(n), rep, np.arange(n + 1)), shape=(n, n))
     C_x = A_act[general]
-    C = (C_x @ Z).tocsr()
-    C = C.multiply(free[None, :]).tocsr()
+    C = C_x.tocoo()                               # C_x Z on the free coordinates
+    cols = rep[C.col]
+    keep = free[cols]
+    # CSC: duplicates (tied columns merged into their hub) are summed per column,
+    # not by sorting one long row
+    C = sp.csc_matrix((C.data[keep], (C.row[keep], cols[keep])), shape=C_x.shape)
     d = rhs_bounds[general] - C_x @ off
 
     groups = [(g, k[h == g]) for g in hubs]
@@ -102,40 +110,53 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
         out[k] = v[h]
         return out
 
+    # P's columns of the tied variables (hubs have none): P off = P_k off_k, and
+    # the gradient at the tied variables is P_k' x + q_k (P is symmetric)
+    P_k = cache["P_csc"][:, k]
+    q_u = up(qp.q + P_k @ off[k])
+    schur = _schur_operator(qp, cache, x, free, k, h, hubs, C, d, q_u)
+    if schur is not None:
+        z, y_g = _schur_cg(schur, rtol, float(np.abs(q_u).max()), deadline, progress)
+    else:
+        z, y_g = _full_cg(qp, P, x, free, rep, hubs, C, d, q_u, up, expand, cache, rtol,
+                          deadline, progress)
+    x_new = expand(z) + off
+    g_k = P_k.T @ x_new + qp.q[k] + (C_x.T @ y_g)[k]
+    y = np.zeros(m)
+    y[general] = y_g
+    y[t_rows] = -a_k * g_k
+    return x_new, y
+
+
+def _full_cg(qp, P, x, free, rep, hubs, C, d, q_u, up, expand, cache, rtol, deadline,
+             progress):
+    """Projected PCG on all free coordinates, preconditioned by the diagonal
+    of ``Z'PZ`` (when the QP names no eliminable block): ``(z, y_general)``."""
+    n = qp.n
+    diag = np.where(free, cache["P_diag"], 0.0)
+    for g in hubs:
+        e = (rep == g).astype(float)
+        diag[g] = float(e @ (P @ e))
+    if np.any(diag[free] <= 0):
+        raise _Unsupported
+    minv = np.where(free, 1.0 / np.where(free, diag, 1.0), 0.0)
+    general = C.shape[0]
     CMC = (C.multiply(minv[None, :]) @ C.T).toarray()
-    if len(general) and np.linalg.matrix_rank(CMC) < len(general):
+    if general and np.linalg.matrix_rank(CMC) < general:
         raise _Unsupported
 
     def lsq(r: np.ndarray) -> np.ndarray:          # multipliers of C minimising ||r + C'y||_M^-1
-        return -np.linalg.solve(CMC, C @ (minv * r)) if len(general) else np.zeros(0)
+        return -np.linalg.solve(CMC, C @ (minv * r)) if general else np.zeros(0)
 
     z = np.where(free, x, 0.0)
-    if len(general):
+    if general:
         z += minv * (C.T @ np.linalg.solve(CMC, d - C @ z))
-    q_u = up(qp.q + P @ off)
 
     def grad(zz: np.ndarray) -> np.ndarray:
         return up(P @ expand(zz)) + q_u
 
     r = grad(z)
     target = rtol * max(1.0, float(np.abs(q_u).max()), float(np.abs(r - q_u).max()))
-    schur = _schur_operator(qp, cache, free, k, h, hubs, C, d, q_u)
-    if schur is not None:
-        z, y_g = _schur_cg(schur, z, target, deadline, progress)
-    else:
-        z, y_g = _full_cg(z, r, grad, up, expand, P, C, minv, lsq, target, deadline, progress,
-                          n)
-    x_new = expand(z) + off
-    g_x = P @ x_new + qp.q + C_x.T @ y_g
-    y = np.zeros(m)
-    y[general] = y_g
-    y[t_rows] = -a_k * g_x[k]
-    return x_new, y
-
-
-def _full_cg(z, r, grad, up, expand, P, C, minv, lsq, target, deadline, progress, n):
-    """Projected PCG on all free coordinates, preconditioned by the diagonal
-    (used when the QP names no eliminable block): ``(z, y_general)``."""
     y_g = lsq(r)
     projected = r + C.T @ y_g
     w = minv * projected
@@ -196,7 +217,8 @@ def _split(qp: QP, cache: dict):
         itype = np.int32 if nF + 1 < 2 ** 31 - 1 and P.nnz < 2 ** 31 - 1 else np.int64
         pos_F = np.full(n, nF, dtype=itype)
         pos_F[F] = np.arange(nF, dtype=itype)
-        if np.all(np.diff(E) == 1):       # a range of columns: views of P's arrays
+        E_range = slice(int(E[0]), int(E[-1]) + 1) if np.all(np.diff(E) == 1) else None
+        if E_range is not None:            # a range of columns: views of P's arrays
             s, e = int(P.indptr[E[0]]), int(P.indptr[E[-1] + 1])
             data, rows = P.data[s:e], P.indices[s:e]
             indptr = (P.indptr[E[0]:E[-1] + 2] - s).astype(itype)
@@ -210,14 +232,15 @@ def _split(qp: QP, cache: dict):
         pos_E = np.full(n, -1, dtype=np.int64)
         pos_E[E] = np.arange(len(E))
         if np.all(d_E > 0):
-            out = dict(E=E, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F, pos_E=pos_E,
+            out = dict(E=E, E_range=E_range, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F, pos_E=pos_E,
                        P_EF=P_EF, P_EF2=P_EF2, P_FF=P_FF, P_FF_diag=P_FF.diagonal())
     cache["split"] = out
     return out
 
 
-def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.ndarray,
-                    hubs: np.ndarray, C: sp.csr_matrix, d: np.ndarray, q_u: np.ndarray):
+def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.ndarray,
+                    h: np.ndarray, hubs: np.ndarray, C: sp.csc_matrix, d: np.ndarray,
+                    q_u: np.ndarray):
     """The reduced KKT system of one active set with ``E`` eliminated exactly.
 
     With ``H = Z'PZ = [[D, B'], [B, H_RR]]`` on the free coordinates (``D``
@@ -238,7 +261,7 @@ def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.
     if s is None:
         return None
     E, F, nF, d_E, is_E = s["E"], s["F"], s["nF"], s["d_E"], s["is_E"]
-    P_EF, P_FF, pos_F = s["P_EF"], s["P_FF"], s["pos_F"]
+    P_EF, P_EF_T, P_FF, pos_F = s["P_EF"], s["P_EF"].T, s["P_FF"], s["pos_F"]
     free_E = free[E]
     free_F = np.zeros(nF + 1, dtype=bool)
     free_F[:nF] = free[F]
@@ -246,7 +269,6 @@ def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.
     tied_E = is_E[k]
     t_E, t_E_hub = s["pos_E"][k[tied_E]], pos_F[h[tied_E]]
     t_F, t_F_hub = pos_F[k[~tied_E]], pos_F[h[~tied_E]]
-    d_tied = d_E[t_E]
 
     def expand(v):                         # x_F = Z_F v (tied agents take their hub's value)
         x = v.copy()
@@ -256,24 +278,22 @@ def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.
     def up(v):                             # Z_F' v on the free coordinates
         return v * free_F + np.bincount(t_F_hub, weights=v[t_F], minlength=nF + 1)
 
-    def B_scaled(u_E):                     # B (D^-1 u) for u on the free eliminable variables
-        return up(P_EF.T @ (u_E * inv_d))
+    neg_inv_d = -inv_d
+    d_hub = np.bincount(t_E_hub, weights=d_E[t_E], minlength=nF + 1)   # sum of tied d_j
 
-    def S_apply(v):
+    def S_apply(v):                        # one gather and one scatter pass over the cells
         x = expand(v)
         a = P_EF @ x                       # B'v on free E rows; P_EF x_F on tied ones
-        e = -a * inv_d
-        e[t_E] = v[t_E_hub]
-        out = up(P_FF @ x + P_EF.T @ e)
-        out += np.bincount(t_E_hub, weights=d_tied * e[t_E] + a[t_E], minlength=nF + 1)
-        return out
+        tied = np.bincount(t_E_hub, weights=a[t_E], minlength=nF + 1) + d_hub * v
+        a *= neg_inv_d                     # -D^-1 B'v on free rows (0 on tied ones) ...
+        a[t_E] = v[t_E_hub]                # ... and the hub's value on tied rows
+        return up(P_FF @ x + P_EF_T @ a) + tied
 
     g_E = q_u[E] * free_E
     g_R = np.r_[q_u[F], 0.0] * free_F
     n_g = C.shape[0]
-    C_E = C[:, E].tocsr()
-    C_R = np.zeros((n_g, nF + 1))
-    C_R[:, :nF] = C[:, F].toarray()
+    C_cols = C.tocsc()
+    C_E = C_cols[:, s["E_range"] if s["E_range"] is not None else E].tocsr()
     if n_g:
         T = (C_E.multiply(inv_d[None, :]) @ C_E.T).toarray()
         try:
@@ -283,17 +303,23 @@ def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.
         if np.diag(L).min() <= 1e-12 * np.diag(L).max():
             return None
         T_inv = np.linalg.inv(T)
-        C_t = C_R - np.array([B_scaled(C_E[i].toarray().ravel()) for i in range(n_g)])
-        C_t *= free_F
-        r_y = d + C_E @ (g_E * inv_d)
-    else:
-        T_inv, C_t, r_y = np.zeros((0, 0)), np.zeros((0, nF + 1)), np.zeros(0)
-    rhs = -g_R + B_scaled(g_E) + C_t.T @ (T_inv @ r_y)
+    # B D^-1 [C_E', g_E] (for C~ and rhs): one scatter pass per column
+    B_scaled = np.stack([up(P_EF.T @ (u * inv_d))
+                         for u in [*C_E.toarray(), g_E]], axis=1)
+    C_t = np.zeros((n_g, nF + 1))
+    C_t[:, :nF] = C_cols[:, F].toarray()
+    C_t = (C_t - B_scaled[:, :n_g].T) * free_F
+    r_y = d + C_E @ (g_E * inv_d)
+    T_inv = T_inv if n_g else np.zeros((0, 0))
+    rhs = -g_R + B_scaled[:, n_g] + C_t.T @ (T_inv @ r_y)
+    v0 = np.zeros(nF + 1)                  # the warm start: the current point
+    v0[:nF] = x[F]
+    v0 *= free_F
     diag = np.r_[s["P_FF_diag"][:nF], 0.0] - s["P_EF2"].T @ inv_d
-    for g in pos_F[hubs]:
-        e_g = np.zeros(nF + 1)
-        e_g[g] = 1.0
-        diag[g] = S_apply(e_g)[g]
+    # a hub's entry: its members' own entries (tied agents' Schur diagonal,
+    # tied items' d_j), an estimate without the cross terms (no pass)
+    diag[pos_F[hubs]] = 0.0
+    diag += np.bincount(t_F_hub, weights=diag[t_F], minlength=nF + 1) + d_hub
     diag += np.einsum("ir,ij,jr->r", C_t, T_inv, C_t)
     if np.any(diag[free_F] <= 0):
         return None
@@ -309,24 +335,24 @@ def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.
         return z, y
 
     return dict(M=M, rhs=rhs, minv=np.where(free_F, 1.0 / np.where(free_F, diag, 1.0), 0.0),
-                F=F, nF=nF, free_F=free_F, recover=recover)
+                v0=v0, recover=recover)
 
 
-def _schur_cg(op: dict, z: np.ndarray, target: float, deadline: float, progress):
+def _schur_cg(op: dict, rtol: float, g_size: float, deadline: float, progress):
     """PCG on ``M z_R = rhs`` of :func:`_schur_operator` from the current
     point (warm start), preconditioned by ``diag(M)``: ``(z, y_general)``.
-    Stops when ``max |rhs - M z_R|`` (the projected gradient) is below
-    ``target`` or stops falling."""
-    M, rhs, minv, F, nF = op["M"], op["rhs"], op["minv"], op["F"], op["nF"]
-    v = np.zeros(nF + 1)
-    v[:nF] = z[F]
-    v *= op["free_F"]
-    r = rhs - M(v)
+    Stops when ``max |rhs - M z_R|`` (the projected gradient of the full
+    system) is below ``rtol`` times the largest of 1, the linear term
+    (``g_size``), ``rhs`` and ``M z_R``, or stops falling."""
+    M, rhs, minv, v = op["M"], op["rhs"], op["minv"], op["v0"]
+    Mv = M(v)
+    r = rhs - Mv
+    target = rtol * max(1.0, g_size, float(np.abs(rhs).max()), float(np.abs(Mv).max()))
     w = minv * r
     p = w.copy()
     rho = float(r @ w)
     best, since_best = np.inf, 0
-    for it in range(1, 10 * (nF + 1) + 100):
+    for it in range(1, 10 * len(v) + 100):
         res = float(np.abs(r).max())
         if progress is not None:
             progress.update(1)

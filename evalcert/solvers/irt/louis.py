@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
+from scipy.sparse import csr_matrix
 from scipy.special import expit, logsumexp
 
 from evalcert.solvers.irt.base import map_blocks, resolve_threads
@@ -52,7 +53,7 @@ __all__ = ["observed_information", "FULL_LIMIT", "WOODBURY_FLOPS"]
 
 FULL_LIMIT = 2000        # parameters up to which the full matrix may be inverted
 WOODBURY_FLOPS = 4e9     # free slopes: work up to which the exact inverse is formed
-_CELLS = 1 << 18         # observed cells per block of the item-block path
+_CELLS = 1 << 15         # observed cells per block of the item-block path (x nodes: in cache)
 
 
 def _posterior(rows, cols, y, n_models, a, d, mu, sd, n_quad, n_threads=1):
@@ -87,9 +88,11 @@ def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
     ``Var(r t) = sum_q w r^2 t^2 - (sum_q w r t)^2`` and likewise for ``r`` and
     the cross term, then summed over each item's cells. Powers of ``t`` are
     expanded in ``z`` so every sum over nodes is a small matrix product. Blocks
-    of cells run on ``n_threads`` threads and are summed in block order.
+    of cells run on ``n_threads`` threads and write disjoint rows of the per-cell
+    values, summed by item once at the end.
     """
     Z = np.vstack([np.ones_like(z), z, z ** 2])
+    vals = np.empty((y.size, 6))                # per cell: h (zz, z1, 11), Cov (aa, ad, dd)
 
     def block(lo):                            # blocks of cells bound the memory
         k = slice(lo, lo + _CELLS)
@@ -109,16 +112,20 @@ def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
         r0, r1 = Z[:2] @ W
         q0, q1, q2 = Z @ R
         wrt = m * r0 + v * r1                                   # sum_q w r t
-        vals = (m * m * c0 + 2 * m * v * c1 + v * v * c2, m * c0 + v * c1, c0,
-                m * m * q0 + 2 * m * v * q1 + v * v * q2 - wrt ** 2,
-                m * q0 + v * q1 - r0 * wrt, q0 - r0 ** 2)
-        return np.array([np.bincount(c_k, weights=x, minlength=n_items) for x in vals])
+        out = vals[k]                                           # disjoint rows per block
+        out[:, 0] = m * m * c0 + 2 * m * v * c1 + v * v * c2
+        out[:, 1] = m * c0 + v * c1
+        out[:, 2] = c0
+        out[:, 3] = m * m * q0 + 2 * m * v * q1 + v * v * q2 - wrt ** 2
+        out[:, 4] = m * q0 + v * q1 - r0 * wrt
+        out[:, 5] = q0 - r0 ** 2
 
     starts = range(0, y.size, _CELLS)
-    hs = np.zeros((6, n_items))
-    for part in map_blocks(block, starts, resolve_threads(n_threads, len(starts),
-                                                          y.size * z.size)):
-        hs += part                                              # in block order
+    map_blocks(block, starts, resolve_threads(n_threads, len(starts), y.size * z.size))
+    # one sparse product sums the six per-cell values by item, in cell order (the sums
+    # np.bincount forms), whatever the blocks and threads
+    to_items = csr_matrix((np.ones(y.size), (cols, np.arange(y.size))), shape=(n_items, y.size))
+    hs = (to_items @ vals).T
     h, (s_aa, s_ad, s_dd) = hs[:3], hs[3:]
     return h, s_aa, s_ad, s_dd
 
