@@ -91,10 +91,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small problem (about a minute)")
     parser.add_argument("--scheduler", help="address of an existing Dask scheduler")
+    parser.add_argument("--size", nargs=5, metavar=("K", "J", "COVERAGE", "N_BOOT", "SEEDS"),
+                        help="problem size instead of the default 200 4000 0.2 64 16 (larger "
+                             "tasks amortise the scheduler on a small machine)")
     args = parser.parse_args()
     from distributed import Client, LocalCluster
 
     K, J, cov, n_boot, seeds = (60, 600, 0.3, 16, 4) if args.quick else (200, 4000, 0.2, 64, 16)
+    if args.size:
+        K, J, cov, n_boot, seeds = (int(args.size[0]), int(args.size[1]), float(args.size[2]),
+                                    int(args.size[3]), int(args.size[4]))
     S = synthetic(K, J, cov)
     print(f"{K} x {J}, {S.n_observed} observed cells; bootstrap {n_boot} refits, "
           f"sparse recovery {seeds} seeds; ClippedLinear(native)")

@@ -262,6 +262,9 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     binding: dict[tuple[str, str], None] = {}
     for key in (keys[:max_binding_keys] if t_val > 0 else []):
         first = points.get(key) or at_key(key, f"{method} at key {key}")
+        if first is None:  # a re-checked point attains T at this key
+            raise CertificateError(f"{method}: the solver calls key {key} infeasible at "
+                                   f"{t_val}, which an exactly checked point attains")
         for i, t in _binding_cells(key, t_val, first, at_key, method, decisions):
             binding[(decisions.graders[i], decisions.labels[t])] = None
     witness = describe(*found[t_val]) if describe is not None else None

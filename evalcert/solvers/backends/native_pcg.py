@@ -226,14 +226,13 @@ def _split(qp: QP, cache: dict):
             cols = P[:, E]
             data, rows, indptr = cols.data, cols.indices, cols.indptr.astype(itype)
         P_EF = sp.csr_matrix((data, pos_F[rows], indptr), shape=(len(E), nF + 1))
-        P_EF2 = sp.csr_matrix((data * data, P_EF.indices, P_EF.indptr), shape=P_EF.shape)
         P_FF = P[:, F][F, :].tocsr()
         P_FF.resize((nF + 1, nF + 1))
         pos_E = np.full(n, -1, dtype=np.int64)
         pos_E[E] = np.arange(len(E))
         if np.all(d_E > 0):
-            out = dict(E=E, E_range=E_range, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F, pos_E=pos_E,
-                       P_EF=P_EF, P_EF2=P_EF2, P_FF=P_FF, P_FF_diag=P_FF.diagonal())
+            out = dict(E=E, E_range=E_range, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F,
+                       pos_E=pos_E, P_EF=P_EF, P_FF=P_FF, P_FF_diag=P_FF.diagonal())
     cache["split"] = out
     return out
 
@@ -315,7 +314,10 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
     v0 = np.zeros(nF + 1)                  # the warm start: the current point
     v0[:nF] = x[F]
     v0 *= free_F
-    diag = np.r_[s["P_FF_diag"][:nF], 0.0] - s["P_EF2"].T @ inv_d
+    # diag(S) on the agents: P_ii - sum_j P_ij^2 / d_j (squares held only here)
+    squares = sp.csr_matrix((P_EF.data ** 2, P_EF.indices, P_EF.indptr), shape=P_EF.shape)
+    diag = np.r_[s["P_FF_diag"][:nF], 0.0] - squares.T @ inv_d
+    del squares
     # a hub's entry: its members' own entries (tied agents' Schur diagonal,
     # tied items' d_j), an estimate without the cross terms (no pass)
     diag[pos_F[hubs]] = 0.0
@@ -340,7 +342,8 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
 
 def _schur_cg(op: dict, rtol: float, g_size: float, deadline: float, progress):
     """PCG on ``M z_R = rhs`` of :func:`_schur_operator` from the current
-    point (warm start), preconditioned by ``diag(M)``: ``(z, y_general)``.
+    point (warm start), preconditioned by ``diag(M)`` (a hub's entry estimated from its
+    members' entries): ``(z, y_general)``.
     Stops when ``max |rhs - M z_R|`` (the projected gradient of the full
     system) is below ``rtol`` times the largest of 1, the linear term
     (``g_size``), ``rhs`` and ``M z_R``, or stops falling."""
