@@ -295,7 +295,8 @@ class AlarmResult(ResultMixin):
 
     def summary(self) -> str:
         verdict = "FIRES" if self.fires else "silent"
-        head = (f"no-knowledge alarm (M={self.m}, {self.method}): {verdict} at x = "
+        which = "full joint" if self.m == "full" else f"M={self.m}"
+        head = (f"no-knowledge alarm ({which}, {self.method}): {verdict} at x = "
                 f"{self.threshold} ({float(self.threshold):.4f})\n"
                 f"T = {self.T} ({float(self.T):.4f}): the alarm fires iff x >= T\n"
                 f"labels {', '.join(self.labels)}; graders {', '.join(self.graders)}; "
