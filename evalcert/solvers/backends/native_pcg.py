@@ -27,6 +27,30 @@ class _Unsupported(Exception):
     """The active set has a structure the PCG path does not handle."""
 
 
+class _CGStop:
+    """The stopping rule both CG loops share: stop at ``target``, or after 50
+    steps without halving the best residual; report progress; raise
+    :class:`_TimeUp` past ``deadline``."""
+
+    def __init__(self, target: float, deadline: float, progress):
+        self.target, self.deadline, self.progress = target, deadline, progress
+        self.best, self.since_best = np.inf, 0
+
+    def __call__(self, res: float) -> bool:
+        if self.progress is not None:
+            self.progress.update(1)
+            self.progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
+        if res <= self.target or self.since_best > 50:
+            return True
+        if res < 0.5 * self.best:
+            self.best, self.since_best = res, 0
+        else:
+            self.since_best += 1
+        if time.perf_counter() > self.deadline:
+            raise _TimeUp
+        return False
+
+
 def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
                    cache: dict, deadline: float, progress, rtol: float = 1e-12
                    ) -> tuple[np.ndarray, np.ndarray]:
@@ -162,20 +186,10 @@ def _full_cg(qp, P, x, free, rep, hubs, C, d, q_u, up, expand, cache, rtol, dead
     w = minv * projected
     p = -w
     rho = float(r @ w)
-    best, since_best = np.inf, 0
+    stop = _CGStop(target, deadline, progress)
     for it in range(1, 10 * n + 100):
-        res = float(np.abs(projected).max())
-        if progress is not None:
-            progress.update(1)
-            progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
-        if res <= target or since_best > 50:
+        if stop(float(np.abs(projected).max())):
             break
-        if res < 0.5 * best:
-            best, since_best = res, 0
-        else:
-            since_best += 1
-        if time.perf_counter() > deadline:
-            raise _TimeUp
         Hp = up(P @ expand(p))
         curv = float(p @ Hp)
         if curv <= 0:
@@ -354,20 +368,10 @@ def _schur_cg(op: dict, rtol: float, g_size: float, deadline: float, progress):
     w = minv * r
     p = w.copy()
     rho = float(r @ w)
-    best, since_best = np.inf, 0
+    stop = _CGStop(target, deadline, progress)
     for it in range(1, 10 * len(v) + 100):
-        res = float(np.abs(r).max())
-        if progress is not None:
-            progress.update(1)
-            progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
-        if res <= target or since_best > 50:
+        if stop(float(np.abs(r).max())):
             break
-        if res < 0.5 * best:
-            best, since_best = res, 0
-        else:
-            since_best += 1
-        if time.perf_counter() > deadline:
-            raise _TimeUp
         Mp = M(p)
         curv = float(p @ Mp)
         if curv <= 0:
