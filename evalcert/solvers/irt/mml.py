@@ -58,7 +58,7 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
            tol: float, max_iter: int, what: str, slope_prec: float = 0.0,
            quadrature: str = "auto", verbose: bool = False,
            item_names: tuple[str, ...] | None = None,
-           n_threads: int | None = None) -> dict[str, Any]:
+           n_threads: int | None = None, standard_errors: bool = True) -> dict[str, Any]:
     """Run EM to convergence; return slopes, intercepts, posteriors and SEs.
 
     ``slope_prec > 0`` adds a ``log a ~ N(0, 1/slope_prec)`` prior on free slopes
@@ -72,7 +72,8 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     run the E-step's blocks of models (of items for complete data) and the
     observed information's blocks; each block is computed as on one thread and
     the blocks are reduced in a fixed order, so the estimates are bit-identical
-    for every ``n_threads``.
+    for every ``n_threads``. ``standard_errors=False`` skips the observed
+    information: ``se_a``, ``se_d`` and ``cov_ad`` are NaN.
 
     Returns
     -------
@@ -171,6 +172,11 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
             max_step = max(1.0, max_step / 4)
     bar.close()
     eap, psd = estep.per_model(mu), estep.per_model(sd)
+    if not standard_errors:
+        nan = np.full(M, np.nan)
+        return {"a": a, "d": d, "se_a": nan, "se_d": nan.copy(), "cov_ad": nan.copy(),
+                "se_full": False, "cov_d": None, "eap": eap, "psd": psd,
+                "loglik": s["loglik"], "n_iter": n_iter, "quadrature": estep.describe()}
     info = observed_information(Yo, O, a, d, eap, psd, common_slope=common_slope,
                                 slope_prec=0.0 if common_slope else slope_prec,
                                 n_quad=min(n_quad, 11), n_threads=n_threads)
