@@ -33,7 +33,7 @@ Each bound is one integer program (zero gap; HiGHS through one
 or CBC through PuLP), skipped when a point found earlier already reaches the trivial bound (``min(q_l, R_{l,i})`` above;
 ``max(ceil(f q_l), q_l + R_{l,i} - Q, 0)`` below), so a proof by point replaces the solve.
 Every point is re-checked in exact integer arithmetic
-(:func:`~evalcert.logic.search.check_integer_solution`); a status other than Optimal or
+(:func:`~evalcert.logic.levels.check_integer_solution`); a status other than Optimal or
 Infeasible raises :class:`~evalcert.errors.SolverError`, an empty ``S_M(q, f)``
 :class:`~evalcert.errors.InfeasibleError`. The number of programs is checked before any
 model is built (:func:`check_bounds_size`).
@@ -53,7 +53,7 @@ import pulp
 
 from evalcert.errors import InfeasibleError, InputError, SolverError
 from evalcert.logic.ilp import HighsModel, M1Model, run_solver
-from evalcert.logic.search import check_integer_solution, linear_value
+from evalcert.logic.levels import check_integer_solution, linear_value
 from evalcert.logic.summaries import Decisions, LabelCounts, as_label_counts, as_threshold
 from evalcert.results import ResultMixin, format_table
 

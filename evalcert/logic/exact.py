@@ -5,11 +5,11 @@ label counts, and per (grader, label) the ``correct`` and ``den`` expressions) a
 the exact threshold ``T = max min_{i,t} correct / den`` with attaining keys and binding
 (grader, label) pairs. ``T`` is searched by :class:`evalcert.logic.search.KeySearch` (answer
 keys listed from the LP relaxation, each decided by a fixed-key MILP; HiGHS), or by the level
-search :func:`evalcert.logic.search.max_ratio` over the whole Q-complex (``search="levels"``,
+search :func:`evalcert.logic.levels.max_ratio` over the whole Q-complex (``search="levels"``,
 or ``solver="cbc"``). With skipped items (``den`` not a key count) the key search still
 applies: a fixed key bounds every denominator, and each fixed-key MILP carries convex-hull
 cuts of ``ceil(T * den)`` over the denominator's range at that key
-(:func:`evalcert.logic.search.ceil_hull`). Before, skipped items took the level search
+(:func:`evalcert.logic.levels.ceil_hull`). Before, skipped items took the level search
 (whole-Q-complex MILPs, 5-9 s each near ``T`` at Q = 200, N = 4).
 
 Binding pairs at a key are decided by feasibility, not by maximising a slack: a
@@ -36,7 +36,8 @@ import pulp
 from evalcert.errors import CertificateError
 from evalcert.logic.alarms import AlarmResult
 from evalcert.logic.ilp import run_solver
-from evalcert.logic.search import KeySearch, check_integer_solution, linear_value, max_ratio
+from evalcert.logic.levels import check_integer_solution, linear_value, max_ratio
+from evalcert.logic.search import KeySearch
 from evalcert.logic.summaries import Decisions, as_threshold
 
 __all__ = ["exact_alarm", "lp_levels"]

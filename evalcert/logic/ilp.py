@@ -443,7 +443,7 @@ class HighsModel:
 
     def write_back(self) -> None:
         """Copy the last solution into the PuLP variables (``varValue``), so that
-        :func:`evalcert.logic.search.check_integer_solution` re-checks it exactly."""
+        :func:`evalcert.logic.levels.check_integer_solution` re-checks it exactly."""
         vals = self.values()
         for k, var in enumerate(self.variables):
             var.varValue = vals[k]

@@ -159,7 +159,7 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
     ``T_2`` comes from :class:`evalcert.logic.search.KeySearch` (one cached HiGHS model:
     LPs list the candidate keys, a fixed-key MILP decides each; every feasible point
     re-checked in integers; ``solver="cbc"``: the level search
-    :func:`evalcert.logic.search.max_ratio`). Attaining keys are searched among
+    :func:`evalcert.logic.levels.max_ratio`). Attaining keys are searched among
     the keys whose M=1 value reaches ``T_2`` (exactly, when at most ``max_checks`` of
     them; otherwise a witness key is listed and ``n_attaining`` is None); a (grader, label)
     pair binds at a key when no M=2-consistent evaluation with everyone at least ``T_2``

@@ -18,7 +18,7 @@ from evalcert.errors import CertificateError, InputError
 from evalcert.logic import alarm_threshold
 from evalcert.logic.joint import alarm_full, full_alarm_threshold, rounded_joint_point
 from evalcert.logic.pairs import alarm_m2, m2_alarm_threshold
-from evalcert.logic.search import (check_integer_solution, farey_successor, max_ratio,
+from evalcert.logic.levels import (check_integer_solution, farey_successor, max_ratio,
                                    simplest_between)
 
 from tests.logic._helpers import brute_force_joint, decisions, instance

@@ -109,7 +109,7 @@ def test_time_limit_raises_a_typed_error_not_an_answer():
 
 
 def test_highs_model_counts_and_exact_recheck_of_a_written_back_point():
-    from evalcert.logic.search import check_integer_solution
+    from evalcert.logic.levels import check_integer_solution
 
     prob = pulp.LpProblem("p", pulp.LpMaximize)
     a = prob.add_variable("a", 0, 7, cat="Integer")
