@@ -8,9 +8,19 @@ is timed inside it (best of ``--repeat``, after an untimed warm-up fit on a
 40 x 30 corner that pays for imports) and is stopped after ``--timeout``
 seconds. Columns: wall time, time over the fastest peer's on the same shape and
 model, correlation (Pearson, Spearman) and regression slope of the difficulties
-against the truth. A verdict per shape says whether evalcert is faster than
-the fastest peer and recovers the difficulties at least as well, and the
-issue's absolute targets are checked at the end.
+against the truth.
+
+Like for like: girth computes no standard errors, and mirt is run with
+``compute_standard_errors=False``; against them evalcert runs with
+``standard_errors=False`` (rows ``evalcert jml|cml|mml``). evalcert's default,
+with standard errors, is timed too (rows ``... +SE``: for ``mml`` the observed
+information by Louis's identity) against mirt with
+``compute_standard_errors=True`` (row ``mirt (PyPI) mml +SE``, when it finishes
+within ``--timeout``). "vs best peer" divides by the fastest peer of the same
+kind (no SEs, or with SEs). A verdict per shape says whether evalcert is faster
+than the fastest peer of its kind and recovers the difficulties at least as
+well; the issue's absolute targets are checked at the end on the default
+(``+SE``) runs.
 
 Peers are benchmark-only, never dependencies: install them outside the
 project environment and point ``--peers`` at that folder::
@@ -22,8 +32,9 @@ project environment and point ``--peers`` at that folder::
 ``--real`` adds the two few-model LLM matrices of ``../shared/data/irt`` (skipped
 when absent; never copied into the project): PSN-IRT (12 x 41,871) and
 ChemBench (22 x 2,854), 2PL MML by evalcert (default slope prior, and pure ML
-``slope_prior=0``) and by mirt, with the time, the Kendall correlation of the
-abilities with raw accuracy, the count of negative slopes and the status.
+``slope_prior=0``) and by mirt, each without and with standard errors
+(``+SE``) as above, with the time, the Kendall correlation of the abilities
+with raw accuracy, the count of negative slopes and the status.
 """
 
 from __future__ import annotations
@@ -49,8 +60,9 @@ SHAPES = ["rasch:1000x200", "rasch:100x5000", "2pl:100x5000", "rasch:300x20000@0
           "2pl:300x20000@0.5"]
 METHODS = {"rasch": ("jml", "cml", "mml"), "2pl": ("mml",)}
 #: absolute targets of issue 12 (seconds), by (shape, runner)
-TARGETS = {("rasch:300x20000@0.5", f"evalcert {m}"): 10.0 for m in ("cml", "jml", "mml")}
-TARGETS[("2pl:300x20000@0.5", "evalcert mml")] = 15.0
+TARGETS = {("rasch:300x20000@0.5", f"evalcert {m} +SE"): 10.0 for m in ("cml", "jml", "mml")}
+TARGETS[("2pl:300x20000@0.5", "evalcert mml +SE")] = 15.0
+SE = " +SE"     #: suffix of the runs that compute standard errors
 
 
 def simulate(model: str, n_models: int, n_items: int, missing: float, seed: int = 0):
@@ -73,20 +85,24 @@ def parse_shape(text: str) -> tuple[str, int, int, float]:
 
 def runners(model: str, missing: bool) -> dict:
     """Name -> function(Y) returning difficulties (NaN where not estimated)."""
-    def evalcert_run(method):
+    def evalcert_run(method, se):
         def run(Y):
             cls = Rasch if model == "rasch" else TwoPL
-            return cls(method=method).fit(Y).difficulties_
+            return cls(method=method, standard_errors=se).fit(Y).difficulties_
         return run
 
-    out = {f"evalcert {m}": evalcert_run(m) for m in METHODS[model]}
+    out = {f"evalcert {m}{SE * se}": evalcert_run(m, se) for se in (False, True)
+           for m in METHODS[model]}
 
-    def mirt_run(Y):
-        import mirt
-        res = mirt.fit_mirt(Y, model="1PL" if model == "rasch" else "2PL",
-                            compute_standard_errors=False)
-        return res.coef()["difficulty"].to_numpy(float)
-    out["mirt (PyPI) mml"] = mirt_run
+    def mirt_run(se):
+        def run(Y):
+            import mirt
+            res = mirt.fit_mirt(Y, model="1PL" if model == "rasch" else "2PL",
+                                compute_standard_errors=se)
+            return res.coef()["difficulty"].to_numpy(float)
+        return run
+    out["mirt (PyPI) mml"] = mirt_run(False)
+    out["mirt (PyPI) mml" + SE] = mirt_run(True)
     if not missing:                 # girth takes complete items x persons matrices
         def girth_run(name):
             def run(Y):
@@ -172,6 +188,43 @@ def _verdict(results: dict, mine_keys: list, peer_keys: list) -> str:
             f"(corr {f2[0]:.3f})")
 
 
+def _peers(results: dict, with_se: bool) -> list:
+    """Peer runs that finished, of one kind: with standard errors or without."""
+    return [k for k, v in results.items() if not k.startswith("evalcert")
+            and k.endswith(SE) == with_se and np.isfinite(v[0])]
+
+
+def table_rows(shape: str, results: dict) -> list:
+    """One row per run; "vs best peer" against the fastest peer of the same kind (SEs or not)."""
+    rows = []
+    for name, (took, fit, status, rss, cpu) in results.items():
+        peers = _peers(results, name.endswith(SE))
+        best = min((results[k][0] for k in peers), default=np.nan)
+        rows.append((shape, name, took, cpu, took / best, *fit, rss, status))
+    return rows
+
+
+def shape_verdicts(shape: str, model: str, results: dict) -> list:
+    """Like-for-like verdicts: evalcert without SEs vs peers without, and with vs with."""
+    out = []
+    for se in (False, True):
+        kind = SE * se
+        peers = [k for k in results if not k.startswith("evalcert") and k.endswith(SE) == se]
+        mine = [k for k in results if k.startswith("evalcert") and k.endswith(SE) == se]
+        if not peers:
+            out.append((shape, f"evalcert{kind} vs the peers{kind}", "no peer run"))
+            continue
+        out.append((shape, f"evalcert mml{kind} vs the fastest peer mml{kind}, recovery as good",
+                    _verdict(results, [f"evalcert mml{kind}"],
+                             [k for k in peers if k.removesuffix(SE).endswith("mml")])))
+        out.append((shape, f"fastest evalcert method{kind} vs the fastest peer{kind}, "
+                    "recovery as good", _verdict(results, mine, peers)))
+        for name in [k for k in mine if model == "rasch" and k != f"evalcert mml{kind}"]:
+            out.append((shape, f"{name} vs the fastest peer{kind}, recovery as good",
+                        _verdict(results, [name], peers)))
+    return out
+
+
 REAL = {"PSN-IRT 2pl": ("PSN-IRT/combine.csv", False),
         "ChemBench 2pl": ("irt-on-bench/binary_matrix.csv", True)}
 REAL_HEADERS = ["data", "runner", "seconds", "CPU s", "Kendall(ability, accuracy)",
@@ -192,20 +245,26 @@ def read_real(root: str, path: str, transposed: bool) -> np.ndarray:
 
 def real_runners() -> dict:
     """Name -> function(Y) returning (abilities, slopes)."""
-    def evalcert_run(prior):
+    def evalcert_run(prior, se):
         def run(Y):
-            est = TwoPL(method="mml", slope_prior=prior).fit(Y)
+            est = TwoPL(method="mml", slope_prior=prior, standard_errors=se).fit(Y)
             return np.concatenate([est.abilities_, est.discriminations_])
         return run
 
-    def mirt_run(Y):
-        import mirt
-        res = mirt.fit_mirt(Y, model="2PL", compute_standard_errors=False)
-        theta = np.asarray(mirt.fscores(res, Y).theta, float).ravel()
-        return np.concatenate([theta, res.coef()["discrimination"].to_numpy(float)])
+    def mirt_run(se):
+        def run(Y):
+            import mirt
+            res = mirt.fit_mirt(Y, model="2PL", compute_standard_errors=se)
+            theta = np.asarray(mirt.fscores(res, Y).theta, float).ravel()
+            return np.concatenate([theta, res.coef()["discrimination"].to_numpy(float)])
+        return run
 
-    return {"evalcert mml": evalcert_run(4.0), "evalcert mml slope_prior=0": evalcert_run(0.0),
-            "mirt (PyPI) mml": mirt_run}
+    out = {}
+    for se in (False, True):
+        out[f"evalcert mml{SE * se}"] = evalcert_run(4.0, se)
+        out[f"evalcert mml slope_prior=0{SE * se}"] = evalcert_run(0.0, se)
+        out[f"mirt (PyPI) mml{SE * se}"] = mirt_run(se)
+    return out
 
 
 def run_real(args) -> None:
@@ -263,22 +322,8 @@ def main() -> None:
             results[name] = (took, fit, status, rss, cpu)
             print(f"{shape:22s} {name:24s} {took:8.3g} s (CPU {cpu:.3g} s)  corr(b) "
                   f"{fit[0]:.3f}  peak RSS {rss:.0f} MiB  {status}", file=sys.stderr, flush=True)
-        peers = {k: v for k, v in results.items() if not k.startswith("evalcert")
-                 and np.isfinite(v[0])}
-        best_peer = min(peers, key=lambda k: peers[k][0]) if peers else None
-        for name, (took, fit, status, rss, cpu) in results.items():
-            ratio = took / peers[best_peer][0] if best_peer else np.nan
-            rows.append((shape, name, took, cpu, ratio, *fit, rss, status))
-        for label, mine_keys, peer_keys in (
-                ("evalcert mml vs the fastest peer mml, recovery as good",
-                 ["evalcert mml"], [k for k in peers if k.endswith("mml")]),
-                ("fastest evalcert method vs the fastest peer, recovery as good",
-                 [k for k in results if k.startswith("evalcert")], list(peers))):
-            verdicts.append((shape, label, _verdict(results, mine_keys, peer_keys)))
-        for name in [k for k in results if model == "rasch" and k.startswith("evalcert")
-                     and k != "evalcert mml"]:
-            verdicts.append((shape, f"{name} vs the fastest peer, recovery as good",
-                             _verdict(results, [name], list(peers))))
+        rows += table_rows(shape, results)
+        verdicts += shape_verdicts(shape, model, results)
         for (target_shape, runner), limit in TARGETS.items():
             if target_shape == shape and runner in results:
                 took = results[runner][0]

@@ -195,13 +195,15 @@ class ScoreMatrix:
 
     # ----------------------------------------------------------- construction core
     def _setup(self, rows, cols, scores, agents, items, bounds, *, shape, n_missing,
-               ordered, parent: "ScoreMatrix | None" = None) -> None:
+               ordered, parent: "ScoreMatrix | None" = None, distinct_str: bool = False) -> None:
+        # distinct_str: the names are distinct str already (a dictionary's
+        # entries, from the long-table reader): no per-name conversion or set
         d = self.__dict__
         if parent is not None:          # names and bounds already checked: O(cells) restrict
             d["agents"], d["items"], d["bounds"] = parent.agents, parent.items, parent.bounds
         else:
-            d["agents"] = tuple(map(str, agents))
-            d["items"] = tuple(map(str, items))
+            d["agents"] = tuple(agents) if distinct_str else tuple(map(str, agents))
+            d["items"] = tuple(items) if distinct_str else tuple(map(str, items))
             d["bounds"] = (float(bounds[0]), float(bounds[1]))
         d["n_missing"] = int(n_missing)
         K, J = d["_shape"] = (int(shape[0]), int(shape[1]))
@@ -217,7 +219,7 @@ class ScoreMatrix:
             a.setflags(write=False)
         d["_rows"], d["_cols"], d["_scores"] = rows, cols, scores
         if parent is None:
-            self._validate_names()
+            self._validate_names(check_distinct=not distinct_str)
         self._validate_cells()
 
     def __setattr__(self, name, value):
@@ -248,7 +250,7 @@ class ScoreMatrix:
         self._validate_names()
         self._validate_cells()
 
-    def _validate_names(self) -> None:
+    def _validate_names(self, check_distinct: bool = True) -> None:
         K, J = self.shape
         if K == 0 or J == 0:
             raise InputError(f"the score matrix is empty (shape {K} x {J}); give at least one "
@@ -257,7 +259,7 @@ class ScoreMatrix:
             raise InputError(f"{len(self.agents)} agent names and {len(self.items)} item names "
                              f"for a {K} x {J} matrix")
         for kind, names in (("agent", self.agents), ("item", self.items)):
-            if len(set(names)) != len(names):
+            if check_distinct and len(set(names)) != len(names):
                 idx = pd.Index(names)
                 raise InputError(f"duplicate {kind} names: "
                                  f"{_list_names(idx[idx.duplicated()].unique().tolist())}; "

@@ -238,7 +238,7 @@ class _LongBuilder:
         rows, cols = rows.astype(np.int64), cols.astype(np.int64)
         S = ScoreMatrix.__new__(ScoreMatrix)
         S._setup(rows, cols, scores, agents, items, bounds, shape=(len(agents), len(items)),
-                 n_missing=n_missing, ordered=True)
+                 n_missing=n_missing, ordered=True, distinct_str=True)
         return S
 
 

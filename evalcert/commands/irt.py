@@ -135,6 +135,8 @@ def _estimator(args: argparse.Namespace, n_items: int | None = None):
     for name in ("lam", "optimizer", "quadrature", "guessing"):
         if getattr(args, name, None) is not None:
             options[name] = getattr(args, name)
+    if getattr(args, "no_se", False):
+        options["standard_errors"] = False
     if embeddings:
         options["item_embeddings"] = _load_embeddings(embeddings)
     return make_estimator(args.model, method, dims=dims, **options)
@@ -176,7 +178,8 @@ def _write_tables(args: argparse.Namespace, est, table) -> None:
     from evalcert.solvers.irt.export import estimate_tables, ranking_text
 
     models, items = estimate_tables(est, table)
-    print("\nranking of models (ability, standard error):\n" + ranking_text(models))
+    what = "ability, standard error" if est.standard_errors else "ability"
+    print(f"\nranking of models ({what}):\n" + ranking_text(models))
     if args.out_dir:
         models.to_csv(Path(args.out_dir) / "models.csv", index=False)
         items.to_csv(Path(args.out_dir) / "items.csv", index=False)
@@ -345,6 +348,9 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
     p.add_argument("--guessing", type=_floor, default=None,
                    help="3pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "
                         "default: estimated per item under a Beta(6, 16) prior")
+    p.add_argument("--no-se", action="store_true",
+                   help="skip the standard errors (faster: mml skips the observed "
+                        "information); estimates are unchanged, SEs print as not computed")
     p.add_argument("--progress", action="store_true", help="show a progress bar (stderr)")
 
 

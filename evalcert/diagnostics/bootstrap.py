@@ -6,30 +6,41 @@ multiplicities ``w ~ Multinomial(n, 1/n)``), refit the model with
 record every fidelity metric. A resample that leaves an agent or item without
 cells, or splits the design, is drawn again (and counted): its parameters
 would not be identified. The CIs are the ``(1 - confidence)/2`` and
-``(1 + confidence)/2`` percentiles of the replicates. Refits inside one task
-reuse one model object, so a ``ClippedLinear`` keeps its compiled (DPP)
-problem; tasks of ``chunk_size`` replicates run through
-:func:`evalcert.parallel.parallel_map` (on Dask the scores, design and model are
-scattered once per worker). Replicate ``b`` draws from the ``b``-th
-child of ``SeedSequence(seed)``, so the output does not depend on the backend
-or the chunking. Weights are one per training cell (order of
-``S.restrict(train).cells()``): memory O(observed cells). See
-:func:`bootstrap_fidelity` for an example.
+``(1 + confidence)/2`` percentiles of the replicates. Replicate ``b`` draws
+from the ``b``-th child of ``SeedSequence(seed)``, so the output does not
+depend on the backend or the chunking. Weights are one per training cell
+(order of ``S.restrict(train).cells()``): memory O(observed cells); a model
+with ``predict_cells`` is scored on the observed cells (no K x J array).
+
+Warm refits everywhere: in this process every refit reuses the given model,
+fitted on all training cells first, so each refit starts from the previous
+optimum (a ``ClippedLinear`` keeps its compiled problem and factorisations).
+Tasks of ``chunk_size`` replicates run through
+:func:`evalcert.parallel.parallel_map`; on Dask the scores, design and model
+are scattered once per worker, and each worker thread keeps ONE model for the
+whole run (a cache keyed by the run's token, emptied on the Dask workers when
+the run ends; a loky worker process frees it at the next run or when loky
+retires the idle process): it fits all training cells once, then every
+replicate of every task it runs warm-starts from the previous one, exactly as
+in this process. See :func:`bootstrap_fidelity` for an example.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
+import threading
+import uuid
 from typing import Any
 
 import numpy as np
 
-from evalcert.data import ScoreMatrix
-from evalcert.errors import InputError
-from evalcert.data import bipartite_components
+from evalcert.data import ScoreMatrix, bipartite_components
+from evalcert.diagnostics.experiments import _predictions
 from evalcert.diagnostics.metrics import FidelityMetrics, fidelity
-from evalcert.parallel import Backend, parallel_map
+from evalcert.errors import EvalcertError, InputError
+from evalcert.parallel import Backend, dask_client, parallel_map
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["METRICS", "BootstrapResult", "bootstrap_fidelity"]
@@ -84,21 +95,70 @@ class BootstrapResult(ResultMixin):
                 + format_table(rows, ["metric", "estimate", f"{pct} lower", f"{pct} upper"]))
 
 
-def _metrics(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: np.ndarray,
-             reference_theta: np.ndarray | None, partition: np.ndarray | None) -> FidelityMetrics:
-    return fidelity(model.predict(), model.theta_, S, train, holdout, reference_theta, partition)
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """What every task of one bootstrap run shares (scattered once per Dask worker).
 
-
-def _replicates(seeds: list[np.random.SeedSequence], ctx: tuple) -> list[FidelityMetrics]:
-    """Refit the model once per seed on multinomially resampled training cells.
-
-    ``ctx = (model, S, train, holdout, reference_theta, partition, in_process)``
-    is shared by every task (scattered once per Dask worker, where tasks may
-    run side by side), so off-process every task refits its own copy of the model.
+    ``model`` is the fitted model itself in this process (``in_process``),
+    otherwise a copy taken before any fit (fitted solvers may hold
+    factorisations that cannot be pickled). ``token`` names the run in the
+    per-thread cache of :func:`_worker_state`.
     """
-    model, S, train, holdout, reference_theta, partition, in_process = ctx
-    model = model if in_process else copy.deepcopy(model)
-    S_train = S.restrict(train)
+
+    model: Any
+    S: ScoreMatrix
+    train: np.ndarray
+    holdout: np.ndarray
+    reference_theta: np.ndarray | None
+    partition: np.ndarray | None
+    in_process: bool
+    token: str
+
+    def metrics(self, model: Any) -> FidelityMetrics:
+        return fidelity(_predictions(model, self.S, self.partition is not None), model.theta_,
+                        self.S, self.train, self.holdout, self.reference_theta, self.partition)
+
+
+#: ``thread id -> (token, model, S_train)``: one model per worker thread that
+#: persists across the tasks of a run (at most one run's fit held per thread).
+_STATE: dict[int, tuple[str, Any, ScoreMatrix]] = {}
+
+
+def _worker_state(run: _Run) -> tuple[Any, ScoreMatrix]:
+    """This thread's model and training scores for ``run``, fitted on all training cells."""
+    key = threading.get_ident()
+    state = _STATE.get(key)
+    if state is None or state[0] != run.token:
+        _STATE.pop(key, None)             # free an earlier run's fit before fitting this one
+        S_train = run.S.restrict(run.train)
+        if run.in_process:
+            model = run.model             # already fitted on S_train's cells by the caller
+        else:
+            model = copy.deepcopy(run.model).fit(S_train)
+        state = _STATE[key] = (run.token, model, S_train)
+    return state[1], state[2]
+
+
+def _forget(token: str) -> int:
+    """Drop every cached state of run ``token`` in this process; return how many."""
+    keys = [k for k, state in list(_STATE.items()) if state[0] == token]
+    for k in keys:
+        _STATE.pop(k, None)
+    return len(keys)
+
+
+def _forget_on_workers(scheduler: str | None, token: str) -> None:
+    """Free the workers' cached fits of run ``token`` (best effort: when the
+    cluster is gone, so are they; the run's own error, if any, is what propagates)."""
+    with contextlib.suppress(EvalcertError, OSError, TimeoutError):
+        with dask_client(scheduler) as client:
+            client.run(_forget, token)
+
+
+def _replicates(seeds: list[np.random.SeedSequence], run: _Run
+                ) -> list[tuple[FidelityMetrics, int]]:
+    """Refit this thread's model once per seed on multinomially resampled training cells."""
+    model, S_train = _worker_state(run)
     rows, cols, _ = S_train.cells()
     n = len(rows)
     uniform = np.full(n, 1 / n)
@@ -108,14 +168,14 @@ def _replicates(seeds: list[np.random.SeedSequence], ctx: tuple) -> list[Fidelit
         for redraws in range(_MAX_REDRAWS):
             weight = rng.multinomial(n, uniform).astype(float)
             used = weight > 0
-            lr, lc = bipartite_components(rows[used], cols[used], S.shape)
+            lr, lc = bipartite_components(rows[used], cols[used], run.S.shape)
             if max(lr.max(), lc.max()) == 0:
                 break
         else:
             raise InputError(f"{_MAX_REDRAWS} resamples in a row left an agent or item without "
                              "cells or split the design; use a denser (d-core >= 3) design")
         model.fit(S_train, sample_weight=weight)
-        out.append((_metrics(model, S, train, holdout, reference_theta, partition), redraws))
+        out.append((run.metrics(model), redraws))
     return out
 
 
@@ -147,13 +207,14 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
     confidence : float
         Level of the percentile intervals.
     chunk_size : int
-        Replicates per parallel task (one model copy each).
+        Replicates per parallel task (smaller: finer load balance and progress).
     backend, n_jobs, scheduler, progress
         See :func:`evalcert.parallel.parallel_map` (``scheduler`` = address of a
         Dask scheduler, with ``backend="dask"``). With ``loky`` and
         ``n_jobs=1`` every refit reuses the given model object in this process;
-        otherwise each task gets a copy of the model taken before any fit
-        (fitted solvers may hold factorisations that cannot be pickled).
+        otherwise every worker thread fits one copy (taken before any fit:
+        fitted solvers may hold factorisations that cannot be pickled) on all
+        training cells and reuses it for all its replicates (warm starts).
 
     Examples
     --------
@@ -171,15 +232,20 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
     """
     train, holdout = S.cell_mask(train), S.cell_mask(holdout)
     in_process = backend == "loky" and n_jobs == 1
-    worker_model = model if in_process else copy.deepcopy(model)
+    run = _Run(model if in_process else copy.deepcopy(model), S, train, holdout,
+               reference_theta, partition, in_process, uuid.uuid4().hex)
     model.fit(S.restrict(train))
-    estimate = _metrics(model, S, train, holdout, reference_theta, partition)
+    estimate = run.metrics(model)
     seeds = np.random.SeedSequence(seed).spawn(n_boot)
     chunks = [seeds[k:k + chunk_size] for k in range(0, n_boot, chunk_size)]
-    ctx = (worker_model, S, train, holdout, reference_theta, partition, in_process)
-    done = [r for chunk in parallel_map(_replicates, chunks, shared=(ctx,), backend=backend,
-                                        n_jobs=n_jobs, scheduler=scheduler, progress=progress,
-                                        desc="bootstrap") for r in chunk]
+    try:
+        done = [r for chunk in parallel_map(_replicates, chunks, shared=(run,), backend=backend,
+                                            n_jobs=n_jobs, scheduler=scheduler,
+                                            progress=progress, desc="bootstrap") for r in chunk]
+    finally:
+        _forget(run.token)
+        if backend == "dask":
+            _forget_on_workers(scheduler, run.token)
     runs = [m for m, _ in done]
     alpha = (1.0 - confidence) / 2.0
     replicates, intervals = {}, {}

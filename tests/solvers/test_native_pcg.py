@@ -5,10 +5,12 @@ the same certified fit)."""
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from evalcert.data import ScoreMatrix
 from evalcert.solvers import ClippedLinear
@@ -47,19 +49,9 @@ class _Counter:
         pass
 
 
-@pytest.mark.parametrize("bounds", [(-1.0, 1.0), (0.0, 50.0)])
-@pytest.mark.parametrize("lam", [0.0, 1e-3])
-@pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("seed", range(3))
-def test_schur_pcg_equals_direct_on_every_active_set(seed, weighted, lam, bounds, monkeypatch):
-    """Regression: PCG on the full system (the path before the Schur
-    elimination) stalled on the first active set at bounds (0, 50), lam 1e-3
-    (theta off by 6.6, multipliers by 0.017); the Schur path agrees with the
-    direct factorisation to rounding on every active set."""
-    design, s = _design(12, 40, 3, seed, bounds)
-    rng = np.random.default_rng(100 + seed)
-    w = rng.integers(1, 4, design.n_cells).astype(float) if weighted else np.ones(design.n_cells)
-    qp = build_qp(design, s, w, lam, "all", bounds)
+def _check_every_active_set(qp, design, bounds, monkeypatch):
+    """Run the active-set iteration on ``qp`` with the direct factorisation,
+    checking the Schur PCG solve against it on every active set."""
     caches = {"schur": {}, "direct": {}}
     used = []
     schur_operator = native_pcg._schur_operator
@@ -87,6 +79,7 @@ def test_schur_pcg_equals_direct_on_every_active_set(seed, weighted, lam, bounds
         return xd, yd, exact
 
     x0 = initial_point(design, np.zeros(design.K), np.zeros(design.J), "all", bounds)
+    x0 = np.r_[x0, np.zeros(qp.n - len(x0))]
     complete = partial(centre_free_aux, design, "all", bounds=bounds)
     scale = max(1.0, float(qp.P.diagonal().max()))
     x, y, status, ok, _ = native._active_set(qp, x0, np.zeros(qp.m), 100.0 * scale, 50,
@@ -94,6 +87,42 @@ def test_schur_pcg_equals_direct_on_every_active_set(seed, weighted, lam, bounds
     assert ok and status == "solved"
     assert len(checked) >= 2 and any(a > 1 for a in checked)     # the box rows were active
     assert any(used)                                              # the Schur path ran
+
+
+@pytest.mark.parametrize("bounds", [(-1.0, 1.0), (0.0, 50.0)])
+@pytest.mark.parametrize("lam", [0.0, 1e-3])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_schur_pcg_equals_direct_on_every_active_set(seed, weighted, lam, bounds, monkeypatch):
+    """Regression: PCG on the full system (the path before the Schur
+    elimination) stalled on the first active set at bounds (0, 50), lam 1e-3
+    (theta off by 6.6, multipliers by 0.017); the Schur path agrees with the
+    direct factorisation to rounding on every active set."""
+    design, s = _design(12, 40, 3, seed, bounds)
+    rng = np.random.default_rng(100 + seed)
+    w = rng.integers(1, 4, design.n_cells).astype(float) if weighted else np.ones(design.n_cells)
+    qp = build_qp(design, s, w, lam, "all", bounds)
+    _check_every_active_set(qp, design, bounds, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_schur_pcg_with_more_general_rows_equals_direct(seed, monkeypatch):
+    """Two more equality rows besides the gauge, each on agents and on items
+    (some of which tie to the box's hubs, so a hub's column repeats in a
+    general row): the Schur path builds ``C_E`` and the summed dense ``C_F``
+    from the rows' cells directly (no sparse conversion with duplicate sums)
+    and still agrees with the direct factorisation on every active set."""
+    bounds = (-1.0, 1.0)
+    design, s = _design(12, 40, 3, seed, bounds)
+    qp = build_qp(design, s, None, 1e-3, "all", bounds)
+    rng = np.random.default_rng(200 + seed)
+    K, J = design.K, design.J
+    extra = np.zeros((2, qp.n))
+    extra[:, :K] = rng.normal(size=(2, K)) * (rng.random((2, K)) < 0.5)
+    extra[:, K:K + J] = rng.normal(size=(2, J))
+    A = sp.vstack([qp.A, sp.csr_matrix(extra)]).tocsc()
+    qp = dataclasses.replace(qp, A=A, l=np.r_[qp.l, 0.0, 0.0], u=np.r_[qp.u, 0.0, 0.0])
+    _check_every_active_set(qp, design, bounds, monkeypatch)
 
 
 def test_schur_path_needs_fewer_cg_steps_than_full_pcg(monkeypatch):

@@ -69,13 +69,13 @@ FLOPS_PER_SECOND = 1e9
 
 
 def _is_kkt_point(qp: QP, x: np.ndarray, y: np.ndarray, upper: np.ndarray, lower: np.ndarray,
-                  feas_tol: float) -> bool:
+                  feas_tol: float, Ax: np.ndarray) -> bool:
     """Whether ``(x, y)`` from an exact KKT solve of the active set ``upper | lower``
     is optimal: stationarity and complementarity hold by construction, so
     what is left is primal feasibility (to ``feas_tol``) and the multipliers'
     signs (``y >= 0`` at upper bounds, ``<= 0`` at lower ones, to rounding of
-    the gradient's scale)."""
-    if violation(qp, x) > feas_tol:
+    the gradient's scale); ``Ax`` is ``qp.A @ x``."""
+    if violation(qp, x, Ax) > feas_tol:
         return False
     grad_tol = 1e-12 * max(1.0, float(np.abs(qp.q).max(initial=0.0)),
                            float(np.abs(y).max(initial=0.0)))
@@ -101,16 +101,27 @@ def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
     x, y = x.copy(), y.copy()
     eq = qp.l == qp.u
     fin_u, fin_l = np.isfinite(qp.u), np.isfinite(qp.l)
+    can_up, can_lo = ~eq & fin_u, ~eq & fin_l      # rows that may sit on their upper/lower bound
     feas_tol = 1e-12 * max(1.0, float(np.abs(qp.u[fin_u]).max(initial=0.0)),
                            float(np.abs(qp.l[fin_l]).max(initial=0.0)))
     seen: set[bytes] = set()
     previous = b""
     status, ok, iterations = "max_iter_reached", False, 0
     tight = exact = False
+    Ax = qp.A @ x                   # kept for the current x: one product per step
+    work = np.empty(qp.m)           # y + c (Ax - u), then y + c (Ax - l), in place
     for iterations in range(1, max_iter + 1):
-        Ax = qp.A @ x
-        upper = ~eq & fin_u & (y + c * (Ax - qp.u) > 0)
-        lower = ~eq & fin_l & ~upper & (y + c * (Ax - qp.l) < 0)
+        np.subtract(Ax, qp.u, out=work)
+        work *= c
+        work += y
+        upper = work > 0
+        upper &= can_up
+        np.subtract(Ax, qp.l, out=work)
+        work *= c
+        work += y
+        lower = work < 0
+        lower &= can_lo
+        lower &= ~upper
         key = np.packbits(np.r_[upper, lower]).tobytes()
         if iterations > 1 and key == previous:
             if tight:
@@ -137,7 +148,8 @@ def _active_set(qp: QP, x: np.ndarray, y: np.ndarray, c: float, max_iter: int,
         y[active] = y_act
         if complete is not None:
             x = complete(x, y)
-        if exact and _is_kkt_point(qp, x, y, upper, lower, feas_tol):
+        Ax = qp.A @ x
+        if exact and _is_kkt_point(qp, x, y, upper, lower, feas_tol, Ax):
             status, ok = "solved", True
             break
         if time.perf_counter() > deadline:

@@ -113,12 +113,10 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     off[fixed] = x[fixed]
     free = (rep == np.arange(n)) & ~fixed
     C_x = A_act[general]
-    C = C_x.tocoo()                               # C_x Z on the free coordinates
-    cols = rep[C.col]
-    keep = free[cols]
-    # CSC: duplicates (tied columns merged into their hub) are summed per column,
-    # not by sorting one long row
-    C = sp.csc_matrix((C.data[keep], (C.row[keep], cols[keep])), shape=C_x.shape)
+    C = C_x.tocoo()                               # C_x Z on the free coordinates, as
+    cols = rep[C.col]                             # triplets: a tied column merged into
+    keep = free[cols]                             # its hub repeats the hub's column
+    C = sp.coo_matrix((C.data[keep], (C.row[keep], cols[keep])), shape=C_x.shape)
     d = rhs_bounds[general] - C_x @ off
 
     groups = [(g, k[h == g]) for g in hubs]
@@ -141,9 +139,9 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     schur = _schur_operator(qp, cache, x, free, k, h, hubs, C, d, q_u)
     if schur is not None:
         z, y_g = _schur_cg(schur, rtol, float(np.abs(q_u).max()), deadline, progress)
-    else:
-        z, y_g = _full_cg(qp, P, x, free, rep, hubs, C, d, q_u, up, expand, cache, rtol,
-                          deadline, progress)
+    else:   # CSC sums the repeated (hub) entries per column, not by sorting one long row
+        z, y_g = _full_cg(qp, P, x, free, rep, hubs, C.tocsc(), d, q_u, up, expand, cache,
+                          rtol, deadline, progress)
     x_new = expand(z) + off
     g_k = P_k.T @ x_new + qp.q[k] + (C_x.T @ y_g)[k]
     y = np.zeros(m)
@@ -252,7 +250,7 @@ def _split(qp: QP, cache: dict):
 
 
 def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.ndarray,
-                    h: np.ndarray, hubs: np.ndarray, C: sp.csc_matrix, d: np.ndarray,
+                    h: np.ndarray, hubs: np.ndarray, C: sp.coo_matrix, d: np.ndarray,
                     q_u: np.ndarray):
     """The reduced KKT system of one active set with ``E`` eliminated exactly.
 
@@ -304,11 +302,24 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
 
     g_E = q_u[E] * free_E
     g_R = np.r_[q_u[F], 0.0] * free_F
+    # C's columns: on E (free items: each once per row, rows in order) as CSR
+    # arrays, no conversion; on F (agents and hubs, where tied columns repeat
+    # their hub's) summed, dense
     n_g = C.shape[0]
-    C_cols = C.tocsc()
-    C_E = C_cols[:, s["E_range"] if s["E_range"] is not None else E].tocsr()
+    in_E = is_E[C.col]
+    C_E = sp.csr_matrix((C.data[in_E], s["pos_E"][C.col[in_E]],
+                         np.searchsorted(C.row[in_E], np.arange(n_g + 1))), shape=(n_g, len(E)))
+    C_E_dense = C_E.toarray()
+    in_F = ~in_E
+    C_t = np.bincount(C.row[in_F].astype(np.int64) * (nF + 1) + pos_F[C.col[in_F]],
+                      weights=C.data[in_F],
+                      minlength=n_g * (nF + 1)).reshape(n_g, nF + 1)
+    del in_E, in_F
     if n_g:
-        T = (C_E.multiply(inv_d[None, :]) @ C_E.T).toarray()
+        C_E_scaled = C_E.copy()                # C_E D^-1, scaled in place (no broadcasting)
+        C_E_scaled.data *= inv_d[C_E.indices]
+        T = C_E_scaled @ C_E_dense.T
+        del C_E_scaled
         try:
             L = np.linalg.cholesky(T)
         except np.linalg.LinAlgError:
@@ -317,10 +328,9 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
             return None
         T_inv = np.linalg.inv(T)
     # B D^-1 [C_E', g_E] (for C~ and rhs): one scatter pass per column
-    B_scaled = np.stack([up(P_EF.T @ (u * inv_d))
-                         for u in [*C_E.toarray(), g_E]], axis=1)
-    C_t = np.zeros((n_g, nF + 1))
-    C_t[:, :nF] = C_cols[:, F].toarray()
+    B_scaled = np.stack([up(P_EF_T @ (u * inv_d))
+                         for u in [*C_E_dense, g_E]], axis=1)
+    del C_E_dense
     C_t = (C_t - B_scaled[:, :n_g].T) * free_F
     r_y = d + C_E @ (g_E * inv_d)
     T_inv = T_inv if n_g else np.zeros((0, 0))

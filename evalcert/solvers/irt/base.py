@@ -30,11 +30,13 @@ from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_resp
 
 __all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid",
            "STATIONARITY_LIMIT", "progress_bar", "resolve_threads", "map_blocks",
-           "THREAD_MIN_WORK"]
+           "THREAD_MIN_WORK", "SE_SKIPPED"]
 
 #: largest accepted distance from stationarity of a joint or conditional fit, in
 #: standard errors of the estimates (see :attr:`IRTResult.stationarity`)
 STATIONARITY_LIMIT = 1e-3
+#: the note of a fit with ``standard_errors=False``
+SE_SKIPPED = "standard errors not computed (standard_errors=False)"
 
 
 class _NoBar:
@@ -311,6 +313,16 @@ class IRTEstimator:
     ``_link_sqgrad``, ``_publish`` and ``_identify``; they may override
     ``_fit`` for methods that are not a joint solve.
 
+    Every estimator takes ``standard_errors`` (default True). With False the
+    ``*_se_`` attributes and ``result_.standard_errors`` are NaN and
+    ``result_.notes`` says "standard errors not computed
+    (standard_errors=False)"; the point estimates are the same to the bit.
+    Where SEs cost real work it is skipped: the observed (Louis) information
+    of ``mml`` (Rasch, 2PL) and the numerical Hessian of the 3PL and graded
+    fits. Where they are nearly free (the diagonal information of JML/MAP and
+    CML, MCMC posterior sds, MML posterior sds of abilities) they are dropped
+    for consistency.
+
     Examples
     --------
     Every estimator (:class:`~evalcert.solvers.irt.Rasch`, ``TwoPL``, ...) is one:
@@ -333,7 +345,7 @@ class IRTEstimator:
 
     def __init__(self, method: str, *, lam: float, anchor_item: int | str | None,
                  anchor_model: int | str | None, tol: float, max_iter: int, seed: int,
-                 verbose: bool = False):
+                 verbose: bool = False, standard_errors: bool = True):
         self.method = method
         self.lam = lam
         self.anchor_item = anchor_item
@@ -342,6 +354,7 @@ class IRTEstimator:
         self.max_iter = max_iter
         self.seed = seed
         self.verbose = verbose
+        self.standard_errors = standard_errors
 
     # -- hooks --------------------------------------------------------------------------
     def _row_dim(self) -> int:
@@ -381,6 +394,9 @@ class IRTEstimator:
                              f"got {self.method!r}")
         if not self.lam >= 0:
             raise InputError(f"lam must be >= 0, got {self.lam!r}")
+        if not isinstance(self.standard_errors, (bool, np.bool_)):
+            raise InputError(f"standard_errors must be True or False, got "
+                             f"{self.standard_errors!r}")
         data = self._prepare(validate_responses(Y, mask, kind=self.kind))
         start = time.perf_counter()
         out = self._fit(data)
@@ -606,14 +622,14 @@ class IRTEstimator:
                 solver=out.get("solver", ""), status="non_finite")
         se_R = _scatter(out.get("se_R"), keep_r, n)
         se_C = _scatter(out.get("se_C"), keep_c, m)
-        obs, kr, kc = data.observed.astype(float), keep_r.astype(float), keep_c.astype(float)
-        hits = data.values * obs
-        mean_r = (hits @ kc) / np.maximum(obs @ kc, 1)
-        mean_c = (kr @ hits) / np.maximum(kr @ obs, 1)
+        notes = tuple(out.get("notes", ()))
+        if not self.standard_errors:
+            se_R, se_C = _not_computed(se_R, R), _not_computed(se_C, C)
+            notes += (SE_SKIPPED,)
         if frozen != "rows":
-            self._row_limit = np.where(keep_r, np.nan, mean_r)
+            self._row_limit = _limits(data, keep_r, keep_c, axis=0)
         if frozen != "cols":
-            self._col_limit = np.where(keep_c, np.nan, mean_c)
+            self._col_limit = _limits(data, keep_c, keep_r, axis=1)
         self.row_params_, self.col_params_ = R, C
         self.glob_params_ = np.asarray(out.get("g", np.zeros(0)))
         self._se_R, self._se_C = se_R, se_C
@@ -630,13 +646,13 @@ class IRTEstimator:
         self.result_ = IRTResult(
             model=self.model_name, method=self.method, converged=True, n_iter=self.n_iter_,
             loglik=self.loglik_, loglik_kind=out["loglik_kind"], n_models=n, n_items=m,
-            n_observed=int(data.observed.sum()), identification=out["identification"],
+            n_observed=int(np.count_nonzero(data.observed)), identification=out["identification"],
             seconds=seconds, model_names=data.model_names, item_names=data.item_names,
             excluded_models=tuple(np.asarray(data.model_names, object)[~keep_r]),
             excluded_items=tuple(np.asarray(data.item_names, object)[~keep_c]),
             parameters={**params, **{k: v for k, v in extra.items()
                                      if isinstance(v, (float, np.ndarray))}},
-            standard_errors=ses, notes=tuple(out.get("notes", ())),
+            standard_errors=ses, notes=notes,
             solver=out.get("solver", ""), stationarity=gap)
 
     def _anchor_index(self, data: ResponseData) -> tuple[str, int] | None:
@@ -657,6 +673,28 @@ class IRTEstimator:
             raise InputError(f"anchor_{axis} {value!r} is neither a {axis} name nor an index "
                              f"in 0..{len(names) - 1}")
         return None
+
+
+def _limits(data: ResponseData, keep: np.ndarray, other: np.ndarray, axis: int) -> np.ndarray:
+    """ML limit of each excluded line: its mean observed response on the kept other lines.
+
+    NaN for kept lines; ``axis`` 0 for models (rows), 1 for items. Costs
+    O(excluded lines x the other axis), nothing when no line was excluded.
+    """
+    out = np.full(keep.size, np.nan)
+    gone = np.flatnonzero(~keep)
+    if gone.size:
+        values = np.take(data.values, gone, axis=axis)          # 0 where unobserved
+        seen = np.take(data.observed, gone, axis=axis).astype(float)
+        w = other.astype(float)
+        hits, count = (values @ w, seen @ w) if axis == 0 else (w @ values, w @ seen)
+        out[gone] = hits / np.maximum(count, 1)
+    return out
+
+
+def _not_computed(se: np.ndarray | None, like: np.ndarray) -> np.ndarray | None:
+    """NaN standard errors of the shape of ``like`` (None stays None: no SEs at all)."""
+    return None if se is None else np.full(np.shape(like), np.nan)
 
 
 def _scatter(values: np.ndarray | None, keep: np.ndarray, n: int) -> np.ndarray | None:

@@ -109,9 +109,10 @@ class BetaIRT(TwoPL):
     def __init__(self, method: str = "map", *, eps: float = 1e-3, lam: float = 0.1,
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
                  tol: float = 1e-6, max_iter: int = 5000, seed: int = 0,
-                 verbose: bool = False):
+                 verbose: bool = False, standard_errors: bool = True):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
-                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose,
+                         standard_errors=standard_errors)
         if not 0 < eps < 0.5:
             raise InputError(f"eps must lie in (0, 0.5), got {eps!r}")
         self.eps = eps

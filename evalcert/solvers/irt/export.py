@@ -2,7 +2,8 @@
 
 :func:`estimate_tables` turns a fitted estimator into two DataFrames: one row
 per model (rank, ability, its SE, observed cells and accuracy when the data are
-given) and one row per item (every item parameter and its SE). For Rasch, 2PL
+given) and one row per item (every item parameter and its SE; NaN, an empty CSV
+cell, for a fit with ``standard_errors=False``). For Rasch, 2PL
 and 3PL fits the item table also carries the ability prior (``prior_mean``,
 ``prior_sd``), so that :func:`read_item_table` gets back everything that
 :func:`~.scoring.score_responses` needs to score new models on the frozen items.
@@ -101,6 +102,9 @@ def estimate_tables(estimator: Any, Y: Any = None) -> tuple[pd.DataFrame, pd.Dat
 def ranking_text(models: pd.DataFrame, limit: int = 30) -> str:
     """The ranking (rank, model, ability, SE, accuracy) as text; long lists show both ends.
 
+    SEs that were not computed (all NaN: ``standard_errors=False``) are left
+    out and a last line says so.
+
     Examples
     --------
     >>> models = pd.DataFrame({"rank": [1, 2], "model": ["a", "b"], "ability": [0.5, -0.5],
@@ -116,13 +120,17 @@ def ranking_text(models: pd.DataFrame, limit: int = 30) -> str:
             if c in models.columns]
     if "ability" not in cols:                       # multidimensional: first dimension
         cols[2:2] = [c for c in ("ability_0", "ability_se_0") if c in models.columns]
+    no_se = [c for c in cols if c.startswith("ability_se") and models[c].isna().all()]
+    cols = [c for c in cols if c not in no_se]
     rows = [tuple(r) for r in models[cols].itertuples(index=False)]
     skipped = 0
     if len(rows) > limit:
         skipped = len(rows) - limit
         rows = rows[:limit // 2] + [("...",) + ("",) * (len(cols) - 1)] + rows[-(limit // 2):]
     text = format_table(rows, [c.replace("ability_se", "se") for c in cols])
-    return text + (f"\n({skipped} models not shown; --out-dir writes all)" if skipped else "")
+    text += f"\n({skipped} models not shown; --out-dir writes all)" if skipped else ""
+    return text + ("\n(standard errors not computed: standard_errors=False, --no-se)"
+                   if no_se else "")
 
 
 def read_item_table(path: str | os.PathLike) -> tuple[ItemParameters, tuple[float, float]]:

@@ -67,9 +67,10 @@ class LogisticFactor(IRTEstimator):
 
     def __init__(self, dims: int = 2, method: str = "map", *, lam: float = 0.1,
                  tol: float = 1e-6, max_iter: int = 5000, seed: int = 0,
-                 verbose: bool = False):
+                 verbose: bool = False, standard_errors: bool = True):
         super().__init__(method, lam=lam, anchor_item=None, anchor_model=None,
-                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose,
+                         standard_errors=standard_errors)
         if not isinstance(dims, (int, np.integer)) or dims < 1:
             raise InputError(f"dims must be a positive int, got {dims!r}")
         self.dims = int(dims)

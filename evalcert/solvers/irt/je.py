@@ -80,9 +80,10 @@ class JEIRT(IRTEstimator):
 
     def __init__(self, item_embeddings: np.ndarray, dims: int = 16, hidden: int = 32, *,
                  lam: float = 0.1, tol: float = 1e-3, max_iter: int = 5000, seed: int = 0,
-                 verbose: bool = False):
+                 verbose: bool = False, standard_errors: bool = True):
         super().__init__("map", lam=lam, anchor_item=None, anchor_model=None,
-                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose,
+                         standard_errors=standard_errors)
         X = np.asarray(item_embeddings, dtype=float)
         if X.ndim != 2 or not np.isfinite(X).all():
             raise InputError("item_embeddings must be a finite 2-D array (n_items x D)")

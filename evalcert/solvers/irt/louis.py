@@ -25,6 +25,14 @@ Beyond that each item's own block is inverted and cross-item terms are
 ignored, which understates intercept SEs (by up to ~20% in simulations); the
 result says so in ``result_.notes``.
 
+Speed: for one common slope on complete data (the Rasch model) every model
+with the same raw score and node placement contributes the same terms, so the
+full matrix is built from one group per score (:func:`_common_slope_pooled`);
+the other paths work on the observed cells in cache-sized blocks
+(:func:`_cell_blocks`). Every path equals the per-model sums of the identity
+to rounding (``tests/solvers/irt/test_louis_fast.py`` checks them against a
+model-by-model brute force).
+
 Example
 -------
 >>> rng = np.random.default_rng(0)
@@ -46,38 +54,63 @@ from scipy.linalg import LinAlgError, cho_factor, cho_solve
 from scipy.sparse import csr_matrix
 from scipy.special import expit, logsumexp
 
-from evalcert.solvers.irt.base import map_blocks, resolve_threads
+from evalcert.solvers.irt.base import map_blocks, resolve_threads, softplus_sigmoid
 
 
 __all__ = ["observed_information", "FULL_LIMIT", "WOODBURY_FLOPS"]
 
 FULL_LIMIT = 2000        # parameters up to which the full matrix may be inverted
 WOODBURY_FLOPS = 4e9     # free slopes: work up to which the exact inverse is formed
-_CELLS = 1 << 15         # observed cells per block of the item-block path (x nodes: in cache)
+_FULL_CELLS = 5e7        # (models or groups) x nodes x parameters of the full path's arrays
+_CELLS = 1 << 12         # observed cells per block (x <= 11 nodes: arrays of <= 360 KiB)
+
+
+def _cell_blocks(n_cells: int) -> list[slice]:
+    """Blocks of ``_CELLS`` cells: their ``(nodes, cells)`` arrays stay small.
+
+    Large temporaries cost more in page faults and cache misses than in
+    arithmetic (2-5x per element at 1 << 15 cells on the test machine).
+    """
+    return [slice(lo, lo + _CELLS) for lo in range(0, n_cells, _CELLS)]
+
+
+def _eta(k, rows, cols, a, d, mu, sd, z):
+    """``(Q, cells)`` logits ``a_j (mu_i + sd_i z_q) + d_j`` of the cells ``k``, clipped."""
+    ac = a[cols[k]]
+    E = np.multiply.outer(z, ac * sd[rows[k]])
+    E += ac * mu[rows[k]] + d[cols[k]]
+    return np.clip(E, -700.0, 700.0, out=E)
 
 
 def _posterior(rows, cols, y, n_models, a, d, mu, sd, n_quad, n_threads=1):
     """Gauss-Hermite nodes ``z`` and posterior weights ``(N, Q)`` at ``mu + sd z``, from cells.
 
-    One node per block of :func:`~.base.map_blocks` (columns are independent).
+    In blocks of cells (``rows`` sorted) small enough for the cache, each
+    returning the sums of ``y eta - log(1 + e^eta)`` of the models it touches;
+    the blocks are added in order, so the result does not depend on the threads.
     """
     z, w = hermegauss(n_quad)
-    theta = mu[:, None] + sd[:, None] * z[None, :]
-    log_joint = np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(sd)[:, None] - 0.5 * theta ** 2
-    ac = a[cols]
-    base, slope = ac * mu[rows] + d[cols], ac * sd[rows]          # eta = base + z slope
-    log_joint += (np.bincount(rows, weights=y * base, minlength=n_models)[:, None]
-                  + np.bincount(rows, weights=y * slope, minlength=n_models)[:, None] * z)
+    log_joint = _log_prior(z, w, mu, sd)
 
-    def node(q):
-        eta = np.clip(base + z[q] * slope, -700.0, 700.0)
-        softplus = np.log1p(np.exp(eta, out=eta), out=eta)      # SIMD exp/log1p: 4x expit
-        return np.bincount(rows, weights=softplus, minlength=n_models)
+    def block(k):
+        E = _eta(k, rows, cols, a, d, mu, sd, z)
+        ll = y[k] * E
+        E = np.log1p(np.exp(E, out=E), out=E)
+        ll -= E
+        present, starts = np.unique(rows[k], return_index=True)
+        return present, np.add.reduceat(ll, starts, axis=1)
 
-    threads = resolve_threads(n_threads, n_quad, y.size * n_quad)
-    for q, softplus_sum in enumerate(map_blocks(node, range(n_quad), threads)):
-        log_joint[:, q] -= softplus_sum
+    blocks = _cell_blocks(y.size)
+    threads = resolve_threads(n_threads, len(blocks), y.size * n_quad)
+    for present, sums in map_blocks(block, blocks, threads):
+        log_joint[present] += sums.T
     return z, np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))
+
+
+def _log_prior(z: np.ndarray, w: np.ndarray, mu: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """``(N, Q)`` log weight of node ``mu + sd z`` under N(0, 1), adaptive Gauss-Hermite rule."""
+    theta = mu[:, None] + sd[:, None] * z[None, :]
+    return np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(sd)[:, None] - 0.5 * theta ** 2
 
 
 def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
@@ -88,23 +121,22 @@ def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
     ``Var(r t) = sum_q w r^2 t^2 - (sum_q w r t)^2`` and likewise for ``r`` and
     the cross term, then summed over each item's cells. Powers of ``t`` are
     expanded in ``z`` so every sum over nodes is a small matrix product. Blocks
-    of cells run on ``n_threads`` threads and write disjoint rows of the per-cell
-    values, summed by item once at the end.
+    of cells (:func:`_cell_blocks`) run on ``n_threads`` threads and write
+    disjoint rows of the per-cell values, summed by item once at the end.
     """
     Z = np.vstack([np.ones_like(z), z, z ** 2])
     vals = np.empty((y.size, 6))                # per cell: h (zz, z1, 11), Cov (aa, ad, dd)
+    post_t = np.ascontiguousarray(post.T)       # (Q, N): a block's weights come out contiguous
 
-    def block(lo):                            # blocks of cells bound the memory
-        k = slice(lo, lo + _CELLS)
-        r_k, c_k, y_k = rows[k], cols[k], y[k]
-        m, v, ac = mu[r_k], sd[r_k], a[c_k]
-        W = np.ascontiguousarray(post[r_k].T)                   # (Q, cells)
-        P = np.multiply.outer(-z, ac * v)
-        P -= ac * m + d[c_k]                                    # -eta
-        np.clip(P, -700.0, 700.0, out=P)
-        P = np.reciprocal(np.add(np.exp(P, out=P), 1.0, out=P), out=P)   # p, 4x expit
-        R = y_k - P
-        P *= 1 - P
+    def block(k):
+        r_k, y_k = rows[k], y[k]
+        m, v = mu[r_k], sd[r_k]
+        P = _eta(k, rows, cols, a, d, mu, sd, z)
+        np.negative(P, out=P)
+        P = np.reciprocal(np.add(np.exp(P, out=P), 1.0, out=P), out=P)   # p
+        W = post_t[:, r_k]                                      # (Q, cells)
+        R = np.subtract(y_k, P)
+        P -= P * P                                              # p (1 - p)
         P *= W                                                  # w p (1 - p)
         W *= R                                                  # w r
         R *= W                                                  # w r^2
@@ -120,8 +152,8 @@ def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
         out[:, 4] = m * q0 + v * q1 - r0 * wrt
         out[:, 5] = q0 - r0 ** 2
 
-    starts = range(0, y.size, _CELLS)
-    map_blocks(block, starts, resolve_threads(n_threads, len(starts), y.size * z.size))
+    blocks = _cell_blocks(y.size)
+    map_blocks(block, blocks, resolve_threads(n_threads, len(blocks), y.size * z.size))
     # one sparse product sums the six per-cell values by item, in cell order (the sums
     # np.bincount forms), whatever the blocks and threads
     to_items = csr_matrix((np.ones(y.size), (cols, np.arange(y.size))), shape=(n_items, y.size))
@@ -209,17 +241,21 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
     ((4,), (4, 4), True)
     """
     N, M = Y.shape
+    if common_slope and M + 1 <= FULL_LIMIT and np.all(O):
+        groups = np.unique(np.column_stack([Y.sum(1), mu, sd]), axis=0, return_counts=True)
+        if groups[0].shape[0] * n_quad * (M + 1) <= _FULL_CELLS:
+            return _common_slope_pooled(groups, a, d, n_quad)
     rows, cols = np.nonzero(O)
     y = Y[rows, cols].astype(float)
-    z, post = _posterior(rows, cols, y, N, a, d, mu, sd, n_quad, n_threads)
-    theta = mu[:, None] + sd[:, None] * z[None, :]
     P = M + 1 if common_slope else 2 * M
-    full = P <= FULL_LIMIT and N * n_quad * P <= 5e7 and (
+    full = P <= FULL_LIMIT and N * n_quad * P <= _FULL_CELLS and (
         common_slope or P ** 3 <= (N * n_quad) ** 2 * P)
     woodbury = not full and not common_slope and (N * n_quad) ** 2 * P <= WOODBURY_FLOPS
+    z, post = _posterior(rows, cols, y, N, a, d, mu, sd, n_quad, n_threads)
     if not (full or woodbury):
         return _block_inverse(*_item_blocks(rows, cols, y, M, a, d, mu, sd, z, post, n_threads),
                               a, common_slope, slope_prec)
+    theta = mu[:, None] + sd[:, None] * z[None, :]
     # dense (N, M) residuals per node: affordable within the limits above
     O = O.astype(float)
     mean_r = np.zeros((N, M))
@@ -262,6 +298,56 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
                 "cov_ad": cov[idx, M + idx], "full": True}
     B = _centered_scores(theta, post, resid, mean_r, mean_rz, common_slope)
     return _woodbury(B, h[0] + _prior_curvature(a, slope_prec), h[1], h[2])
+
+
+def _common_slope_pooled(groups: tuple[np.ndarray, np.ndarray], a: np.ndarray, d: np.ndarray,
+                         n_quad: int) -> dict[str, Any]:
+    """The full observed information of the Rasch model on complete data, pooled by score.
+
+    With one slope and every item answered, everything Louis's identity needs
+    from model ``i`` depends on its raw score ``S_i`` and node placement
+    ``(mu_i, sd_i)`` only: the posterior (``sum_j y_ij d_j`` is constant over
+    the nodes and cancels), the complete-data information, and the centred
+    scores ``-(p_j(t_q) - E p_j)`` for ``d_j`` and ``t_q (S_i - sum_j p_j(t_q))
+    - E[.]`` for the slope (``y_ij`` cancels). Models with equal ``(S, mu,
+    sd)`` are pooled exactly (``groups``: the distinct rows ``(S, mu, sd)`` and
+    their counts): the cost is ``O(G Q M^2)`` for ``G`` groups (``M + 1`` when
+    the E-step pooled by score) instead of ``O(N Q M^2)``. Equal to the
+    per-model sums to rounding (``tests/solvers/irt/test_louis_fast.py``).
+    """
+    (S, m, s), count = groups[0].T, groups[1]
+    M = d.size
+    z, w = hermegauss(n_quad)
+    theta = m[:, None] + s[:, None] * z[None, :]                         # (G, Q)
+    eta = a[0] * theta[:, :, None] + d[None, None, :]                    # (G, Q, M)
+    softplus, p = softplus_sigmoid(eta)
+    log_joint = (np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(s)[:, None] - 0.5 * theta ** 2
+                 + a[0] * S[:, None] * theta - softplus.sum(2))
+    post = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))   # (G, Q)
+    weight = count[:, None] * post                                       # n_g w_gq
+    G, Q = theta.shape
+    B = np.empty((G, Q, M + 1))             # rows sqrt(n_g w_gq) (s_gq - E_g s): Cov = B^T B
+    np.subtract(np.matmul(post[:, None, :], p), p, out=B[:, :, 1:])   # E_g p_j - p_j(t_q)
+    score_a = theta * (S[:, None] - p.sum(2))
+    B[:, :, 0] = score_a - np.sum(post * score_a, 1, keepdims=True)
+    p -= p * p                                                           # p (1 - p)
+    c = p.reshape(G * Q, M)
+    h1 = (weight * theta).ravel() @ c
+    h2 = weight.ravel() @ c
+    h0 = float((weight * theta ** 2).ravel() @ c.sum(1))
+    B *= np.sqrt(weight)[:, :, None]
+    B = B.reshape(G * Q, M + 1)
+    info = -(B.T @ B)
+    info[0, 0] += h0
+    info[0, 1:] += h1
+    info[1:, 0] += h1
+    info[np.arange(1, M + 1), np.arange(1, M + 1)] += h2
+    try:
+        cov = np.linalg.inv(info)
+    except LinAlgError:
+        cov = np.full((M + 1, M + 1), np.nan)
+    return {"var_a": np.full(M, cov[0, 0]), "var_d": np.diag(cov)[1:], "cov_ad": cov[0, 1:],
+            "cov_d": cov[1:, 1:], "full": True}
 
 
 def _block_inverse(h, s_aa, s_ad, s_dd, a, common_slope, slope_prec):

@@ -103,16 +103,16 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     if quadrature == "grid" and not complete:
         raise InputError("quadrature='grid' needs every model to answer every item; use "
                          "'adaptive' (or 'auto') with missing cells")
-    O = observed.astype(float)
-    Yo = Y * O
-    share = (Yo.sum(0) + 0.5) / (O.sum(0) + 1.0)
+    if quadrature == "adaptive" or not complete:     # observed cells only: no dense copies
+        estep: _AdaptiveEStep | _CompleteEStep = _AdaptiveEStep(Y, observed, n_quad, n_threads)
+        share = (estep.ones + 0.5) / (estep.answered + 1.0)
+    else:
+        Y = np.asarray(Y, dtype=float)
+        estep = _CompleteEStep(Y, pool_by_score=common_slope, n_quad=n_quad,
+                               shared_only=quadrature == "grid", n_threads=n_threads)
+        share = (estep.ones + 0.5) / (Y.shape[0] + 1.0)
     a = np.ones(Y.shape[1])
     d = np.log(share / (1 - share))
-    if quadrature == "adaptive" or not complete:
-        estep: _AdaptiveEStep | _CompleteEStep = _AdaptiveEStep(Yo, O, n_quad, n_threads)
-    else:
-        estep = _CompleteEStep(Yo, pool_by_score=common_slope, n_quad=n_quad,
-                               shared_only=quadrature == "grid", n_threads=n_threads)
     mu, sd = estep.start(a, d)
     n_models = float(estep.weights.sum())
     weights = estep.weights / n_models
@@ -177,7 +177,9 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
         return {"a": a, "d": d, "se_a": nan, "se_d": nan.copy(), "cov_ad": nan.copy(),
                 "se_full": False, "cov_d": None, "eap": eap, "psd": psd,
                 "loglik": s["loglik"], "n_iter": n_iter, "quadrature": estep.describe()}
-    info = observed_information(Yo, O, a, d, eap, psd, common_slope=common_slope,
+    O = observed.astype(float)
+    info = observed_information(np.where(observed, Y, 0.0), O, a, d, eap, psd,
+                                common_slope=common_slope,
                                 slope_prec=0.0 if common_slope else slope_prec,
                                 n_quad=min(n_quad, 11), n_threads=n_threads)
     return {"a": a, "d": d, "se_a": np.sqrt(info["var_a"]), "se_d": np.sqrt(info["var_d"]),
@@ -188,8 +190,11 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
 
 def _check_slopes(a: np.ndarray, d: np.ndarray, what: str, item_names, *, pure_ml: bool) -> None:
     """Stop EM early, with the reason, when pure-ML slopes run away or values turn non-finite."""
-    names = item_names if item_names is not None else tuple(f"item {j}" for j in range(a.size))
-    why = diverging_slopes(a, names, limit=SLOPE_LIMIT) if pure_ml else None
+    why = None
+    if pure_ml and np.any(np.abs(a) > SLOPE_LIMIT):    # name the items only when needed
+        names = item_names if item_names is not None else tuple(f"item {j}"
+                                                                for j in range(a.size))
+        why = diverging_slopes(a, names, limit=SLOPE_LIMIT)
     if why is None and not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))):
         why = "the item parameters became non-finite"
     if why is not None:

@@ -94,9 +94,11 @@ class GradedResponse(IRTEstimator):
 
     def __init__(self, method: str = "mml", *, slope_prior: float = SLOPE_PRIOR,
                  threshold_prior: float = 0.01, n_quad: int = 61, max_se_params: int = 400,
-                 tol: float = 1e-5, max_iter: int = 3000, verbose: bool = False, seed: int = 0):
+                 tol: float = 1e-5, max_iter: int = 3000, verbose: bool = False,
+                 standard_errors: bool = True, seed: int = 0):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
-                         max_iter=max_iter, seed=seed, verbose=verbose)
+                         max_iter=max_iter, seed=seed, verbose=verbose,
+                         standard_errors=standard_errors)
         self.slope_prior = slope_prior
         self.threshold_prior = threshold_prior
         self.n_quad = n_quad
@@ -185,7 +187,7 @@ class GradedResponse(IRTEstimator):
                              delta0.ravel()])
         out = maximise(lambda x: self._objective(x, md, m, K), x0, tol=self.tol,
                        max_iter=self.max_iter, what="graded mml", verbose=self.verbose,
-                       max_se_params=self.max_se_params,
+                       max_se_params=self.max_se_params if self.standard_errors else -1,
                        diagnose=lambda x: None if self.slope_prior else diverging_slopes(
                            x[:m], item_names, limit=2 / (md.z[1] - md.z[0])))
         x = out["x"]
@@ -200,7 +202,7 @@ class GradedResponse(IRTEstimator):
         if out["cov"] is not None:
             scale = np.concatenate([da, np.ones(x.size - m)])     # covariance in a, not log a
             se = self._delta_se(out["cov"] * scale[:, None] * scale[None, :], a, d, gaps, m, K)
-        else:
+        elif self.standard_errors:
             notes.append(f"item SEs skipped: {x.size} parameters > max_se_params "
                          f"{self.max_se_params}")
         if np.any(a < 0):

@@ -38,6 +38,8 @@ from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.base import IRTEstimator, progress_bar
 from evalcert.solvers.irt.data import (ResponseData, extreme_lines, finite_items as _finite_items,
                                        require_finite_jml)
+from evalcert.solvers.irt.cml_information import (conditional_information,
+                                                 difficulty_covariance, information_flops)
 from evalcert.solvers.irt.esf import ObservedSets, conditional_cells
 from evalcert.solvers.irt.joint_newton import (ROUNDING, newton_flops, rasch_joint_newton,
                                               schur_newton_step)
@@ -48,6 +50,7 @@ from evalcert.solvers.irt.pooling import pool_responses
 __all__ = ["Rasch"]
 
 _SCHUR_FLOPS = 2e10   # CML: Schur-complement Newton steps up to this cost, else diagonal
+_SE_FLOPS = 4e9       # CML: exact SEs (inverse conditional information) up to this cost
 
 
 class Rasch(IRTEstimator):
@@ -110,9 +113,10 @@ class Rasch(IRTEstimator):
                  optimizer: str = "auto", n_quad: int | None = None, quadrature: str = "auto",
                  n_chains: int = 4, n_draws: int = 1000, n_burn: int = 1000,
                  max_rhat: float = 1.1, tol: float = 1e-6, max_iter: int = 2000, seed: int = 0,
-                 verbose: bool = False):
+                 verbose: bool = False, standard_errors: bool = True):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
-                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose,
+                         standard_errors=standard_errors)
         self.optimizer = optimizer
         self.n_quad = n_quad
         self.quadrature = quadrature
@@ -281,17 +285,53 @@ class Rasch(IRTEstimator):
         p = expit(theta[rows] - b[cols])                  # per pooled cell: O(observed cells)
         info_r = np.bincount(rows, mult[cols] * p * (1 - p), G)
         rg, cg = pooled.row_group, pooled.col_group
+        se_C, se_note = self._cml_difficulty_se(b, sets, scores, pooled, info, data, keep_c)
         return {"R": theta[rg, None], "C": b[cg, None], "loglik": loglik, "n_iter": n_iter,
-                "se_R": 1 / np.sqrt(info_r[rg])[:, None], "se_C": 1 / np.sqrt(info[cg])[:, None],
+                "se_R": 1 / np.sqrt(info_r[rg])[:, None], "se_C": se_C[:, None],
                 "loglik_kind": "conditional",
                 "solver": (f"newton (conditional likelihood, {'Schur' if schur else 'diagonal'}"
                            f" Hessian, ESF truncation error <= {esf_error:.1g}, {G} x {H} "
                            "pooled groups)"),
                 "notes": ((f"Newton stopped at the rounding limit of the conditional "
                            f"likelihood with max |gradient| {worst:.3g} (tol {self.tol:g})",)
-                          if rounding_limited else ()),
+                          if rounding_limited else ()) + ((se_note,) if se_note else ()),
                 "stationarity": float(np.max(np.abs(grad) / np.sqrt(info))),
                 "keep_rows": keep_r, "keep_cols": keep_c}
+
+    def _cml_difficulty_se(self, b: np.ndarray, sets: ObservedSets, scores: np.ndarray,
+                           pooled: Any, info: np.ndarray, data: ResponseData,
+                           keep_c: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """SEs of the CML difficulties of the kept items under the reported identification.
+
+        ``sqrt(diag(I^+))`` for sum-zero difficulties and ``sqrt(var(b_j - b_a))``
+        from the same matrix for an anchor item ``a`` (0 for the anchor), ``I``
+        the exact conditional information (:mod:`~.cml_information`); these are
+        eRm's ``se.beta`` for ``RM(X)`` and ``RM(X, sum0 = FALSE)`` (anchor on the
+        first item). With ``anchor_model`` they stay those of the sum-zero
+        difficulties (the anchor's ability is an estimate). When the inverse
+        would cost more than ``_SE_FLOPS``, ``1/sqrt(I_jj)`` is returned instead
+        (it ignores the covariances of items: too large by about ``1/(2 x
+        items)`` relative on many items, 20-25% on 5) and the note says so.
+        """
+        cg = pooled.col_group
+        if not self.standard_errors:
+            return 1 / np.sqrt(info[cg]), None
+        flops = information_flops(sets, b.size)
+        if flops > _SE_FLOPS:
+            return 1 / np.sqrt(info[cg]), (
+                f"difficulty SEs: 1/sqrt(diagonal of the conditional information), which "
+                f"ignores the covariances of items (the full inverse would take ~{flops:.1g} "
+                f"flops > {_SE_FLOPS:g})")
+        anchor, item = self._anchor_index(data), None
+        how = "sum-zero difficulties"
+        if anchor is not None and anchor[0] == "item" and keep_c[anchor[1]]:
+            item, how = int(keep_c[:anchor[1]].sum()), "the anchor item"
+        elif anchor is not None and anchor[0] == "model":
+            how = "sum-zero difficulties (the anchor model's ability is an estimate)"
+        full, pairs = conditional_information(b, sets, scores, pooled.col_size,
+                                              pooled.row_size)
+        var = difficulty_covariance(full, pairs, pooled.col_size, cg, item)
+        return np.sqrt(var), f"difficulty SEs: inverse conditional information, {how}"
 
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:
         keep_c = _finite_items(data)
@@ -299,15 +339,17 @@ class Rasch(IRTEstimator):
         n_quad = auto_n_quad(sub.observed) if self.n_quad is None else self.n_quad
         em = mml_em(sub.values, sub.observed, common_slope=True, n_quad=n_quad,
                     tol=self.tol, max_iter=self.max_iter, what="rasch mml",
-                    quadrature=self.quadrature, verbose=self.verbose)
+                    quadrature=self.quadrature, verbose=self.verbose,
+                    standard_errors=self.standard_errors)
         sd = float(em["a"][0])
-        se_b, note = self._identified_se(em, data, keep_c)
+        se_b, note = (self._identified_se(em, data, keep_c) if self.standard_errors
+                      else (em["se_d"], None))
         return {"R": sd * em["eap"][:, None], "C": -em["d"][:, None],
                 "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c,
                 "se_R": sd * em["psd"][:, None], "se_C": se_b[:, None],
                 "loglik": em["loglik"], "n_iter": em["n_iter"], "loglik_kind": "marginal",
                 "solver": f"em ({em['quadrature']})", "extra": {"population_sd": sd},
-                "notes": (note,)}
+                "notes": (note,) if note else ()}
 
     def _identified_se(self, em: dict[str, Any], data: ResponseData,
                        keep_c: np.ndarray) -> tuple[np.ndarray, str]:
@@ -323,16 +365,14 @@ class Rasch(IRTEstimator):
             return em["se_d"], ("difficulty SEs: observed information, item blocks only"
                                 if cov is None else "difficulty SEs: intercepts given "
                                 "ability mean 0 (the anchor model's ability is an estimate)")
-        M = cov.shape[0]
-        if anchor is None:
-            C = np.eye(M) - 1.0 / M
+        diag = np.diag(cov)
+        if anchor is None:      # Var(d_j - mean d) = V_jj - 2 mean_k V_jk + mean V
+            var = diag - 2 * cov.mean(1) + cov.mean()
             how = "sum-zero difficulties"
-        else:
+        else:                   # Var(d_j - d_k) = V_jj - 2 V_jk + V_kk
             k = int(keep_c[:anchor[1]].sum())       # its index among the kept items
-            C = np.eye(M)
-            C[:, k] -= 1.0
+            var = diag - 2 * cov[:, k] + cov[k, k]
             how = "the anchor item"
-        var = np.einsum("ij,jk,ik->i", C, cov, C)
         return np.sqrt(np.maximum(var, 0.0)), f"difficulty SEs: observed information, {how}"
 
     def _fit_mcmc(self, data: ResponseData) -> dict[str, Any]:

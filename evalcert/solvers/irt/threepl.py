@@ -114,9 +114,11 @@ class ThreePL(IRTEstimator):
                  guessing_prior: tuple[float, float] | None = (6.0, 16.0),
                  slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
                  n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
-                 max_iter: int = 2000, verbose: bool = False, seed: int = 0):
+                 max_iter: int = 2000, verbose: bool = False, standard_errors: bool = True,
+                 seed: int = 0):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
-                         max_iter=max_iter, seed=seed, verbose=verbose)
+                         max_iter=max_iter, seed=seed, verbose=verbose,
+                         standard_errors=standard_errors)
         self.guessing = guessing
         self.guessing_prior = guessing_prior
         self.slope_prior = slope_prior
@@ -192,7 +194,7 @@ class ThreePL(IRTEstimator):
             x0.append(np.full(m, np.log(c0 / (1 - c0))))
         out = maximise(lambda x: self._objective(x, md, m), np.concatenate(x0), tol=self.tol,
                        max_iter=self.max_iter, what="3pl mml", verbose=self.verbose,
-                       max_se_params=self.max_se_params,
+                       max_se_params=self.max_se_params if self.standard_errors else -1,
                        diagnose=lambda x: None if self.slope_prior else diverging_slopes(
                            x[:m], sub.item_names, limit=2 / (md.z[1] - md.z[0])))
         x = out["x"]
@@ -216,7 +218,7 @@ class ThreePL(IRTEstimator):
                 se[:, 2] = c * (1 - c) * np.sqrt(np.maximum(np.diag(V)[2 * m:], 0))
             else:
                 se[:, 2] = 0.0
-        else:
+        elif self.standard_errors:
             notes.append(f"item SEs skipped: {x.size} parameters > max_se_params "
                          f"{self.max_se_params}")
         if np.any(a < 0):

@@ -111,9 +111,11 @@ class TwoPL(IRTEstimator):
                  anchor_item: int | str | None = None, anchor_model: int | str | None = None,
                  n_quad: int | None = None, quadrature: str = "auto", slope_prior: float = 4.0,
                  tol: float = 1e-6, max_iter: int = 2000, seed: int = 0,
-                 verbose: bool = False, n_threads: int | None = None):
+                 verbose: bool = False, standard_errors: bool = True,
+                 n_threads: int | None = None):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
-                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose)
+                         tol=tol, max_iter=max_iter, seed=seed, verbose=verbose,
+                         standard_errors=standard_errors)
         self.n_threads = n_threads
         self.n_quad = n_quad
         self.quadrature = quadrature
@@ -195,10 +197,11 @@ class TwoPL(IRTEstimator):
                     tol=self.tol, max_iter=self.max_iter, what="2pl mml",
                     slope_prec=self.slope_prior, quadrature=self.quadrature,
                     verbose=self.verbose, item_names=tuple(sub.item_names),
-                    n_threads=self.n_threads)
+                    n_threads=self.n_threads, standard_errors=self.standard_errors)
         a, d = em["a"], em["d"]
-        notes = [] if em["se_full"] else ["item SEs from each item's own block of the "
-                                          "observed information (cross-item terms ignored)"]
+        notes = [] if em["se_full"] or not self.standard_errors else [
+            "item SEs from each item's own block of the observed information (cross-item "
+            "terms ignored)"]
         if self.slope_prior == 0:
             hits = (sub.values * sub.observed).sum(1) / sub.observed.sum(1)
             if np.corrcoef(em["eap"], hits)[0, 1] < 0:      # orient: ability ~ accuracy

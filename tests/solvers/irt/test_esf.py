@@ -157,3 +157,81 @@ def test_threaded_batches_give_the_same_numbers(monkeypatch):
     threaded = conditional_cells(b, sets, scores)
     for one, other in zip(single, threaded):
         assert np.array_equal(one, other)
+
+
+# -- the exact conditional information (issue 12, item 3: CML SEs as eRm's) --------------
+def _enumerated_information(b, observed, scores, weights):
+    """``sum_i w_i Cov(Y_i | S_i)`` by enumerating every response pattern of every model."""
+    from itertools import product
+    M = b.size
+    info = np.zeros((M, M))
+    for obs, score, w in zip(observed, scores, weights):
+        items = np.flatnonzero(obs)
+        pats = np.array(list(product([0, 1], repeat=items.size)), float)
+        pats = pats[pats.sum(1) == score]
+        prob = np.exp(-pats @ b[items])
+        prob /= prob.sum()
+        mean = prob @ pats
+        info[np.ix_(items, items)] += w * ((pats * prob[:, None]).T @ pats - np.outer(mean, mean))
+    return info
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_conditional_information_matches_enumeration_with_pooled_columns(seed):
+    """Missing cells, models standing for several, columns standing for several items."""
+    from evalcert.solvers.irt.cml_information import (conditional_information,
+                                                      difficulty_covariance)
+    rng = np.random.default_rng(seed)
+    mult = np.array([1, 3, 2, 1, 1])
+    columns = np.repeat(np.arange(5), mult)
+    b = rng.normal(0, 1, 5) + rng.normal(0, 1e-9, 5)          # perturbed: no exact ties
+    obs = rng.random((9, 5)) < 0.8
+    obs[:, :2] = True
+    scores = np.array([rng.integers(1, (mult * o).sum()) for o in obs], float)
+    weights = rng.integers(1, 4, 9).astype(float)
+    reference = _enumerated_information(b[columns], obs[:, columns], scores, weights)
+    info, pairs = conditional_information(b, ObservedSets.from_mask(obs), scores, mult, weights)
+    assert np.allclose(info, np.diag(reference)[np.searchsorted(columns, np.arange(5))],
+                       rtol=1e-12, atol=1e-13)
+    off = pairs[np.ix_(columns, columns)]
+    mask = ~np.eye(columns.size, dtype=bool)
+    assert np.allclose(off[mask], reference[mask], rtol=1e-11, atol=1e-13)
+    sigma = np.linalg.pinv(reference)                          # the sum-zero covariance
+    var = difficulty_covariance(info, pairs, mult, columns)
+    assert np.allclose(var, np.diag(sigma), rtol=1e-9)
+    for anchor in (0, 1, 2, 5):                                # single and pooled columns
+        T = np.eye(columns.size)
+        T[:, anchor] -= 1
+        var = difficulty_covariance(info, pairs, mult, columns, anchor=anchor)
+        assert var[anchor] == 0.0
+        assert np.allclose(var, np.diag(T @ sigma @ T.T), rtol=1e-9, atol=1e-15)
+
+
+def test_conditional_information_matches_summation_pairs_at_300_items():
+    """The Fourier path (nodes dropped, no exact DFT) against leave-two-out ESFs."""
+    from evalcert.solvers.irt.cml_information import conditional_information
+    rng = np.random.default_rng(4)
+    b = rng.normal(0, 1.5, 300)
+    obs = rng.random((3, 300)) < 0.9
+    scores = np.array([20.0, 130.0, 240.0])
+    info, pairs = conditional_information(b, ObservedSets.from_mask(obs), scores)
+    ref_pairs, ref_info = np.zeros((4, 4)), np.zeros(4)
+    which = [3, 50, 120, 299]
+    for i in range(3):
+        items = np.flatnonzero(obs[i])
+        full = log_esf(b[items])[int(scores[i])]
+        pi = {}
+        for j in which:
+            if obs[i, j]:
+                pi[j] = np.exp(-b[j] + log_esf(b[items[items != j]])[int(scores[i]) - 1] - full)
+        for x, j in enumerate(which):
+            if j in pi:
+                ref_info[x] += pi[j] * (1 - pi[j])
+            for y, k in enumerate(which):
+                if j in pi and k in pi and j != k:
+                    rest = b[items[(items != j) & (items != k)]]
+                    both = np.exp(-b[j] - b[k] + log_esf(rest)[int(scores[i]) - 2] - full)
+                    ref_pairs[x, y] += both - pi[j] * pi[k]
+    off = ~np.eye(4, dtype=bool)
+    assert np.allclose(info[which], ref_info, rtol=1e-10)
+    assert np.allclose(pairs[np.ix_(which, which)][off], ref_pairs[off], rtol=1e-8)

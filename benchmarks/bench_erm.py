@@ -1,0 +1,251 @@
+"""Rasch CML against eRm, and eRm's raschdat2 under the 2PL (issue 12, items 2-3): a script.
+
+For eRm's own data sets (``raschdat1`` .. ``raschdat4``, loaded in R at run
+time and passed through a temporary CSV: eRm is GPL, its data are never
+stored here) and simulated matrices of growing size, both identifications are
+fitted by eRm and by evalcert; each R fit is, in a fresh ``Rscript``::
+
+    library(eRm)
+    X <- as.matrix(read.csv(path))
+    fit <- RM(X)                  # sum-zero easiness; then RM(X, sum0 = FALSE)
+    fit$betapar; fit$se.beta      # evalcert: -difficulties_, difficulties_se_
+
+and evalcert runs ``Rasch(method="cml", tol=1e-10)`` (``anchor_item=0`` for
+``sum0 = FALSE``). Printed per data set and identification: the largest
+absolute difference of the estimates, the largest relative difference of the
+SEs (the anchor's SE, 0 in both, left out), CPU and wall seconds of each and
+their ratio evalcert / eRm (R's ``system.time`` of ``RM`` alone, without
+start-up), and the peak RSS of this process and of the R children.
+
+Then raschdat2 (25 persons, 6 items in a linked design) under the 2PL by
+marginal ML: ``TwoPL(method="mml", slope_prior=0)`` and the default prior, and
+a profile of the marginal log-likelihood over the slope evalcert names,
+computed here on a fixed 801-node grid with the other 11 parameters maximised
+(L-BFGS, warm-started, the best of several starts): it keeps rising as the
+slope grows, so the ML slope does not exist (the item becomes a step).
+
+Usage (skips with a message when ``Rscript`` or eRm is missing)::
+
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_erm.py [--sizes 500x20 2000x50 5000x100]
+    python benchmarks/bench_erm.py --reference   # eRm on the matrices of the eRm tests
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+
+from evalcert.results import format_table
+from evalcert.solvers.irt import Rasch, TwoPL
+from evalcert.tables import read_table
+
+R_FIT = r"""
+suppressMessages(library(eRm))
+args <- commandArgs(TRUE)
+X <- as.matrix(read.csv(args[1], check.names = FALSE))
+for (s0 in c(TRUE, FALSE)) {
+  t <- system.time(fit <- suppressWarnings(RM(X, sum0 = s0)))
+  write.csv(data.frame(item = sub("^beta ", "", names(fit$betapar)), beta = fit$betapar,
+                       se = fit$se.beta), sprintf("%s.%s.csv", args[2], s0), row.names = FALSE)
+  cat(s0, t[["user.self"]] + t[["sys.self"]], t[["elapsed"]], "\n")
+}
+"""
+R_DATA = r"""
+suppressMessages(library(eRm))
+args <- commandArgs(TRUE)
+for (name in args[-1]) write.csv(get(name), file.path(args[1], paste0(name, ".csv")),
+                                 row.names = FALSE, na = "")
+"""
+HEADERS = ["data", "shape", "ident.", "max |b - eRm|", "max SE rel. diff", "evalcert cpu s",
+           "eRm cpu s", "cpu ratio", "evalcert wall s", "eRm wall s", "wall ratio"]
+
+
+def r_available() -> str | None:
+    """Why eRm cannot run here, or None."""
+    if shutil.which("Rscript") is None:
+        return "Rscript not found (install R and the eRm package, e.g. apt install r-cran-erm)"
+    probe = subprocess.run(["Rscript", "-e", "library(eRm)"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return "the R package eRm is not installed (install.packages('eRm'))"
+    return None
+
+
+def read_csv(path: str) -> tuple[list[str], np.ndarray]:
+    """Item names and the 0/1/NaN matrix of a CSV written by R or :func:`_write`."""
+    table = read_table(path)
+    names = list(table.columns)
+    Y = np.array([[np.nan if v in ("", "NA") else float(v) for v in table[c]] for c in names]).T
+    return names, Y
+
+
+def erm_fit(path: str, tmp: str) -> dict[bool, dict]:
+    """eRm's RM() on a CSV file, both identifications: {sum0: {item: (beta, se), times}}."""
+    out = subprocess.run(["Rscript", "-e", R_FIT, path, os.path.join(tmp, "fit")],
+                         capture_output=True, text=True, check=True).stdout.split()
+    fits = {}
+    for k, s0 in enumerate((True, False)):
+        table = read_table(os.path.join(tmp, f"fit.{'TRUE' if s0 else 'FALSE'}.csv"),
+                           required=["item", "beta", "se"])
+        fits[s0] = {"items": {i: (float(b), float(se))
+                              for i, b, se in zip(table["item"], table["beta"], table["se"])},
+                    "cpu": float(out[3 * k + 1]), "wall": float(out[3 * k + 2])}
+    return fits
+
+
+def compare(name: str, path: str, tmp: str) -> list[list]:
+    """One row per identification: evalcert CML against eRm on the same CSV."""
+    items, Y = read_csv(path)
+    erm = erm_fit(path, tmp)
+    rows = []
+    for s0 in (True, False):
+        kwargs = {} if s0 else {"anchor_item": 0}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            cpu, wall = time.process_time(), time.perf_counter()
+            est = Rasch(method="cml", tol=1e-10, **kwargs).fit(Y)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+        ref = erm[s0]["items"]
+        index = [items.index(i) for i in ref]
+        b = est.difficulties_[index]
+        se = est.difficulties_se_[index]
+        beta = np.array([v[0] for v in ref.values()])
+        se_ref = np.array([v[1] for v in ref.values()])
+        free = se_ref > 0
+        rows.append([name, f"{Y.shape[0]}x{Y.shape[1]}", "sum-zero" if s0 else "anchor I1",
+                     f"{np.max(np.abs(b + beta)):.2g}",
+                     f"{np.max(np.abs(se[free] / se_ref[free] - 1)):.2g}",
+                     f"{cpu:.3f}", f"{erm[s0]['cpu']:.3f}",
+                     f"{cpu / max(erm[s0]['cpu'], 1e-3):.3g}", f"{wall:.3f}",
+                     f"{erm[s0]['wall']:.3f}", f"{wall / max(erm[s0]['wall'], 1e-3):.3g}"])
+    return rows
+
+
+def simulate(n_models: int, n_items: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    theta, b = rng.normal(size=n_models), rng.normal(size=n_items)
+    return (rng.random((n_models, n_items)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(int)
+
+
+def raschdat2_2pl(path: str) -> list[str]:
+    """What the 2PL does on raschdat2: both fits, then the profile of the named slope."""
+    _, Y = read_csv(path)
+    lines = []
+    for label, kwargs in (("slope_prior=0", {"slope_prior": 0}), ("default prior", {})):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                est = TwoPL(method="mml", **kwargs).fit(Y)
+                lines.append(f"2PL MML {label}: converged in {est.result_.n_iter} iterations, "
+                             f"slopes {np.round(est.discriminations_, 3).tolist()}, "
+                             f"marginal loglik {est.loglik_:.4f}")
+            except Exception as error:          # the outcome is what is reported
+                lines.append(f"2PL MML {label}: {type(error).__name__}: {error}")
+    lines += profile_slope(Y, item=2)
+    return lines
+
+
+def profile_slope(Y: np.ndarray, item: int, slopes=(2, 4, 8, 16, 64, 256, 1024),
+                  n_starts: int = 6) -> list[str]:
+    """``max`` of the marginal loglik over the other parameters with slope ``item`` fixed.
+
+    The best of ``n_starts`` L-BFGS runs at the first slope, then each next
+    slope warm-started from the previous optimum (the surface has several
+    basins: a fresh start per slope lands in different ones).
+    """
+    from scipy.optimize import minimize
+    from scipy.special import log_expit, logsumexp
+    obs, Y0 = ~np.isnan(Y), np.nan_to_num(Y)
+    z = np.linspace(-8, 8, 801)
+    log_w = -0.5 * z ** 2 - logsumexp(-0.5 * z ** 2)
+    M = Y.shape[1]
+
+    def negll(x, a_fixed):
+        a, d = np.insert(x[:M - 1], item, a_fixed), x[M - 1:]
+        eta = z[:, None] * a + d
+        ll = (Y0 * obs) @ log_expit(eta).T + ((1 - Y0) * obs) @ log_expit(-eta).T
+        return -float(logsumexp(ll + log_w, axis=1).sum())
+
+    def run(x, a_fixed):
+        return minimize(negll, x, args=(a_fixed,), method="L-BFGS-B",
+                        options={"maxiter": 3000, "ftol": 1e-14, "gtol": 1e-9})
+
+    rng = np.random.default_rng(0)
+    starts = [np.concatenate([rng.uniform(-2, 2, M - 1), rng.normal(0, 0.5, M)])
+              for _ in range(n_starts)]
+    fit = min((run(x, slopes[0]) for x in starts), key=lambda f: f.fun)
+    lines = []
+    for a_fixed in slopes:
+        fit = run(fit.x, a_fixed)
+        others = np.round(fit.x[:M - 1], 2).tolist()
+        lines.append(f"  profile: slope of item {item} fixed at {a_fixed:>5g}: max marginal "
+                     f"loglik {-fit.fun:.6f}, its threshold {-fit.x[M - 1 + item] / a_fixed:+.3f}"
+                     f", other slopes {others}")
+    return lines
+
+
+def reference(tmp: str) -> None:
+    """Print eRm's estimates and SEs on the matrices pinned in tests/…/test_erm_reference.py."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+    from tests.solvers.irt.test_erm_reference import DATA
+    for name, Y in DATA.items():
+        path = os.path.join(tmp, f"{name}.csv")
+        _write(path, Y)
+        for s0, fit in erm_fit(path, tmp).items():
+            beta = ", ".join(f"{v[0]:.10g}" for v in fit["items"].values())
+            se = ", ".join(f"{v[1]:.10g}" for v in fit["items"].values())
+            print(f"{name} sum0={s0}\n  betapar [{beta}]\n  se.beta [{se}]")
+
+
+def _write(path: str, Y: np.ndarray) -> None:
+    header = ",".join(f"I{j + 1}" for j in range(Y.shape[1]))
+    Y = np.asarray(Y, float)
+    cells = np.where(np.isnan(Y), "", np.nan_to_num(Y).astype(int).astype(str))
+    with open(path, "w") as handle:
+        handle.write(header + "\n" + "\n".join(",".join(row) for row in cells) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", nargs="*", default=["500x20", "2000x50", "5000x100"],
+                        help="simulated complete matrices, models x items")
+    parser.add_argument("--reference", action="store_true",
+                        help="print eRm's values for the matrices of the eRm tests and stop")
+    args = parser.parse_args(argv)
+    why = r_available()
+    if why:
+        print(f"skipped: {why}", file=sys.stderr)
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.reference:
+            reference(tmp)
+            return 0
+        names = ["raschdat1", "raschdat2", "raschdat3", "raschdat4"]
+        subprocess.run(["Rscript", "-e", R_DATA, tmp, *names], check=True)
+        rows = []
+        for name in names:
+            rows += compare(name, os.path.join(tmp, f"{name}.csv"), tmp)
+        for size in args.sizes:
+            n, m = map(int, size.split("x"))
+            path = os.path.join(tmp, f"sim{size}.csv")
+            _write(path, simulate(n, m).astype(float))
+            rows += compare("simulated", path, tmp)
+        print(format_table(rows, HEADERS))
+        print("\nraschdat2 under the 2PL (marginal ML):")
+        print("\n".join(raschdat2_2pl(os.path.join(tmp, "raschdat2.csv"))))
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    r_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"\npeak RSS: evalcert (this process) {rss:.0f} MiB, largest R child {r_rss:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
