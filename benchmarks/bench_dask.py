@@ -52,9 +52,6 @@ import numpy as np
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-#: cells of the --cells design generated at a time (bench_scale's block)
-BLOCK_CELLS = 2_000_000
-
 
 def synthetic(K: int, J: int, coverage: float, seed: int = 0):
     """Additive scores with noise on a random design where every agent and item is observed."""
@@ -72,8 +69,9 @@ def synthetic(K: int, J: int, coverage: float, seed: int = 0):
 
 
 def on_cells(K: int, J: int, n: int, seed: int = 0):
-    """The sparse design of ``bench_scale.py`` (N // J agents per item), built on cells."""
-    from bench_scale import _block
+    """The sparse design of ``bench_scale.py`` (N // J agents per item), built on cells:
+    the cells its ``write_parquet`` writes for the same seed, without the file."""
+    from bench_scale import BLOCK_CELLS, _block
 
     from evalcert.data import ScoreMatrix
 

@@ -37,7 +37,7 @@ from evalcert.solvers.backends.base import CostEstimate, SolveSettings, check_co
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
 from evalcert.solvers.clipped_linear_qp import (BOX_MODES, Design, binding_constraints,
                                                 build_qp, centre_free_aux, initial_point,
-                                                row_major_order, with_scores)
+                                                with_scores)
 
 __all__ = ["ClippedLinear", "ClippedLinearResult", "ClippedLinearCertificate"]
 
@@ -165,12 +165,10 @@ class ClippedLinearCertificate(Certificate):
 
 
 def _cells(S: ScoreMatrix, sample_weight: Any) -> tuple[Design, np.ndarray, np.ndarray]:
-    """The design (row-major cells), scores and validated weights of ``S``."""
+    """The design (row-major cells), scores and validated weights of ``S``
+    (whose cells are in row-major order: not checked again here)."""
     rows, cols, scores = S.cells()
     weights = _check_weights(S, rows, cols, sample_weight)
-    order = row_major_order(S.shape[0], S.shape[1], rows, cols)
-    if order is not None:
-        rows, cols, scores, weights = rows[order], cols[order], scores[order], weights[order]
     design = Design.from_cells(S.shape[0], S.shape[1], rows, cols)
     return design, np.ascontiguousarray(scores, dtype=float), weights
 

@@ -154,3 +154,20 @@ def test_schur_path_needs_fewer_cg_steps_than_full_pcg(monkeypatch):
                                                             rel=1e-10)
     np.testing.assert_allclose(fits["schur"].theta_, fits["full"].theta_, atol=1e-8)
     assert counts["schur"] < counts["full"], counts
+
+
+def test_mid_size_designs_take_the_pcg_path_and_agree_with_direct():
+    """Regression: with the switch at 5e7 flops, a 260 x 600 design (6e6 flops)
+    took the direct path, which measured 3-5x slower than the item-eliminated
+    PCG on whole fits from 100 x 1000 to 500 x 5000 (so 10^5 cells at 300 x 3000
+    cost 3x per cell what larger designs did in ``bench_scale.py --quick``).
+    Both paths give the same certified fit."""
+    design, s = _design(260, 600, 20, 11)
+    S = ScoreMatrix.from_cells(design.rows, design.cols, s, [f"a{i}" for i in range(260)],
+                               [f"q{j}" for j in range(600)])
+    auto = ClippedLinear().fit(S)
+    direct = ClippedLinear(solver_options={"path": "direct"}).fit(S)
+    assert auto.result_.solver == "native (pcg)" and direct.result_.solver == "native (direct)"
+    assert auto.result_.certificate.passed and direct.result_.certificate.passed
+    assert auto.result_.objective == pytest.approx(direct.result_.objective, rel=1e-10)
+    np.testing.assert_allclose(auto.theta_, direct.theta_, atol=1e-8)

@@ -60,10 +60,14 @@ def _direct_cost(qp: QP) -> float:
     return float(np.sum(deg * deg)) + n_F ** 3 / 3.0
 
 
-#: Above this many flops (one factorisation per active-set step, ~0.1 s each
-#: here) the native solver takes the PCG path, which measured faster at every
-#: size above it; ``solver_options={"path": "direct" | "pcg"}`` forces one.
-DIRECT_FLOPS = 5e7
+#: Above this many flops (one factorisation per active-set step) the native
+#: solver takes the PCG path; ``solver_options={"path": "direct" | "pcg"}``
+#: forces one. Measured with the item-eliminated PCG (whole fits, CPU): PCG
+#: 4x faster at 300 x 3000 with 10^5 cells (1.2e7 flops), 5x at 500 x 5000
+#: (4.4e7), 2.7x at 100 x 1000 with 5 x 10^4 cells (2.9e6); at 5e7 the
+#: direct path made the 10^5-cell fit of ``bench_scale.py --quick`` cost 3x
+#: per cell what the larger ones did. Small designs keep the direct path.
+DIRECT_FLOPS = 5e6
 #: A rough rate of sparse factorisation on one shared core (for refusing early).
 FLOPS_PER_SECOND = 1e9
 

@@ -243,7 +243,7 @@ def _split(qp: QP, cache: dict):
         pos_E = np.full(n, -1, dtype=np.int64)
         pos_E[E] = np.arange(len(E))
         if np.all(d_E > 0):
-            out = dict(E=E, E_range=E_range, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F,
+            out = dict(E=E, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F,
                        pos_E=pos_E, P_EF=P_EF, P_FF=P_FF, P_FF_diag=P_FF.diagonal())
     cache["split"] = out
     return out

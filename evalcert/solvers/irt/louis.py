@@ -51,7 +51,6 @@ from typing import Any
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
-from scipy.sparse import csr_matrix
 from scipy.special import expit, logsumexp
 
 from evalcert.solvers.irt.base import map_blocks, resolve_threads, softplus_sigmoid
@@ -122,10 +121,11 @@ def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
     the cross term, then summed over each item's cells. Powers of ``t`` are
     expanded in ``z`` so every sum over nodes is a small matrix product. Blocks
     of cells (:func:`_cell_blocks`) run on ``n_threads`` threads and write
-    disjoint rows of the per-cell values, summed by item once at the end.
+    disjoint columns of the per-cell values, summed by item once at the end
+    (``np.bincount``: in cell order, whatever the blocks and threads).
     """
     Z = np.vstack([np.ones_like(z), z, z ** 2])
-    vals = np.empty((y.size, 6))                # per cell: h (zz, z1, 11), Cov (aa, ad, dd)
+    vals = np.empty((6, y.size))                # per cell: h (zz, z1, 11), Cov (aa, ad, dd)
     post_t = np.ascontiguousarray(post.T)       # (Q, N): a block's weights come out contiguous
 
     def block(k):
@@ -144,22 +144,19 @@ def _item_blocks(rows, cols, y, n_items, a, d, mu, sd, z, post, n_threads=1):
         r0, r1 = Z[:2] @ W
         q0, q1, q2 = Z @ R
         wrt = m * r0 + v * r1                                   # sum_q w r t
-        out = vals[k]                                           # disjoint rows per block
-        out[:, 0] = m * m * c0 + 2 * m * v * c1 + v * v * c2
-        out[:, 1] = m * c0 + v * c1
-        out[:, 2] = c0
-        out[:, 3] = m * m * q0 + 2 * m * v * q1 + v * v * q2 - wrt ** 2
-        out[:, 4] = m * q0 + v * q1 - r0 * wrt
-        out[:, 5] = q0 - r0 ** 2
+        out = vals[:, k]                                        # disjoint columns per block
+        out[0] = m * m * c0 + 2 * m * v * c1 + v * v * c2
+        out[1] = m * c0 + v * c1
+        out[2] = c0
+        out[3] = m * m * q0 + 2 * m * v * q1 + v * v * q2 - wrt ** 2
+        out[4] = m * q0 + v * q1 - r0 * wrt
+        out[5] = q0 - r0 ** 2
 
     blocks = _cell_blocks(y.size)
     map_blocks(block, blocks, resolve_threads(n_threads, len(blocks), y.size * z.size))
-    # one sparse product sums the six per-cell values by item, in cell order (the sums
-    # np.bincount forms), whatever the blocks and threads
-    to_items = csr_matrix((np.ones(y.size), (cols, np.arange(y.size))), shape=(n_items, y.size))
-    hs = (to_items @ vals).T
-    h, (s_aa, s_ad, s_dd) = hs[:3], hs[3:]
-    return h, s_aa, s_ad, s_dd
+    h, s_aa, s_ad, s_dd = np.split(np.array(
+        [np.bincount(cols, weights=v, minlength=n_items) for v in vals]), [3, 4, 5])
+    return h, s_aa[0], s_ad[0], s_dd[0]
 
 
 def _centered_scores(theta, post, resid, mean_r, mean_rz, common_slope):

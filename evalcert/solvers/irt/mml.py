@@ -10,7 +10,9 @@ Gauss-Hermite grid, so the quadrature follows the posteriors. Two E-steps:
 * ``"adaptive"`` (any missingness): ``Q`` Gauss-Hermite nodes per model,
   re-centred at its posterior mean and scaled by its posterior sd every
   iteration (adaptive quadrature, Rabe-Hesketh, Skrondal and Pickles 2005).
-  Cost ``O(Q x observed cells)`` per iteration: missing cells cost nothing.
+  Cost ``O(Q x observed cells)`` per iteration and memory ``O(observed cells)``
+  (the cells are read once; no dense ``models x items`` copy is made, except
+  for the standard errors): missing cells cost nothing.
 * ``"grid"`` (every model answered every item): one uniform grid shared by all
   models, spaced at 2/3 of the narrowest posterior sd and spanning every
   posterior +-10 sd (within +-9 prior sd). The trapezoid rule on such a grid is
@@ -18,6 +20,14 @@ Gauss-Hermite grid, so the quadrature follows the posteriors. Two E-steps:
   item sums ``sum_j log(1 + e^eta_j(z))`` are shared by all models, so the cost
   is ``O(K M)`` per iteration. In the Rasch model a model's posterior depends
   only on its raw score, so models are pooled by score as well.
+
+Both E-steps evaluate one ``exp`` per cell and node, shared by the
+log-likelihood and the M-step's ``p`` and ``1 - p`` (``p = e/(1 + e)``,
+``1 - p = 1/(1 + e)``, both to full relative precision); the complete-data one
+takes one ``log`` per product of up to ``700 / (max|eta| + 1)`` items and works
+in cache-sized chunks (1.5-1.9x faster per E-step than the ``softplus_sigmoid``
+route on 100 x 5000 and ChemBench). Items every model got right (or wrong) are
+refused up front: their difficulty MLE is infinite.
 
 The M-step is one vectorised Newton step on the expected complete-data
 log-likelihood, whose stationary point is Sec. 3.4.2's "expected = observed"
@@ -111,6 +121,12 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
         estep = _CompleteEStep(Y, pool_by_score=common_slope, n_quad=n_quad,
                                shared_only=quadrature == "grid", n_threads=n_threads)
         share = (estep.ones + 0.5) / (Y.shape[0] + 1.0)
+    answered = estep.answered if isinstance(estep, _AdaptiveEStep) else Y.shape[0]
+    extreme = (estep.ones == 0) | (estep.ones == answered)
+    if extreme.any():           # no finite MLE: EM would walk d off to infinity
+        raise InputError(f"{what}: {int(extreme.sum())} items are answered all 0 or all 1 (or "
+                         "not at all), so their marginal ML difficulty is infinite; drop them "
+                         "first (the estimators do: evalcert.solvers.irt.data.finite_items)")
     a = np.ones(Y.shape[1])
     d = np.log(share / (1 - share))
     mu, sd = estep.start(a, d)

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy.sparse import csr_matrix
-from scipy.special import logsumexp
 
 from evalcert.errors import ConvergenceError, InputError
 from evalcert.solvers.irt.base import map_blocks, resolve_threads
@@ -281,7 +280,8 @@ class _CompleteEStep:
                 log_joint = log_base - S + np.outer(t, nodes)                 # (G, K)
             else:
                 log_joint = log_base - S.reshape(nodes.shape) + t[:, None] * nodes
-            ll_g = logsumexp(log_joint, axis=1)
+            top = log_joint.max(1)                      # log-sum-exp by hand: scipy's
+            ll_g = top + np.log(np.exp(log_joint - top[:, None]).sum(1))   # costs ~2 ms a call
             log_post = log_joint - ll_g[:, None]
             post = np.where(log_post < -700.0, 0.0, np.exp(np.maximum(log_post, -700.0)))  # no subnormals
             new_mu = (post * nodes).sum(1) if nodes.ndim == 2 else post @ nodes

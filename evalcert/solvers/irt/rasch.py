@@ -308,7 +308,7 @@ class Rasch(IRTEstimator):
         the exact conditional information (:mod:`~.cml_information`); these are
         eRm's ``se.beta`` for ``RM(X)`` and ``RM(X, sum0 = FALSE)`` (anchor on the
         first item). With ``anchor_model`` they stay those of the sum-zero
-        difficulties (the anchor's ability is an estimate). When the inverse
+        difficulties (the anchor's ability is an estimate; a note says so). When the inverse
         would cost more than ``_SE_FLOPS``, ``1/sqrt(I_jj)`` is returned instead
         (it ignores the covariances of items: too large by about ``1/(2 x
         items)`` relative on many items, 20-25% on 5) and the note says so.
@@ -322,16 +322,15 @@ class Rasch(IRTEstimator):
                 f"difficulty SEs: 1/sqrt(diagonal of the conditional information), which "
                 f"ignores the covariances of items (the full inverse would take ~{flops:.1g} "
                 f"flops > {_SE_FLOPS:g})")
-        anchor, item = self._anchor_index(data), None
-        how = "sum-zero difficulties"
+        anchor, item, note = self._anchor_index(data), None, None
         if anchor is not None and anchor[0] == "item" and keep_c[anchor[1]]:
-            item, how = int(keep_c[:anchor[1]].sum()), "the anchor item"
+            item = int(keep_c[:anchor[1]].sum())
         elif anchor is not None and anchor[0] == "model":
-            how = "sum-zero difficulties (the anchor model's ability is an estimate)"
+            note = ("difficulty SEs: those of the sum-zero difficulties (the anchor model's "
+                    "ability is an estimate)")
         full, pairs = conditional_information(b, sets, scores, pooled.col_size,
                                               pooled.row_size)
-        var = difficulty_covariance(full, pairs, pooled.col_size, cg, item)
-        return np.sqrt(var), f"difficulty SEs: inverse conditional information, {how}"
+        return np.sqrt(difficulty_covariance(full, pairs, pooled.col_size, cg, item)), note
 
     def _fit_mml(self, data: ResponseData) -> dict[str, Any]:
         keep_c = _finite_items(data)

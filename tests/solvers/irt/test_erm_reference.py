@@ -27,6 +27,8 @@ estimates to 4e-6 (``nlm``'s stopping rule). Before this the CML SEs were
 ``1/sqrt(I_jj)``: 21-25% too large on these 5-item tests.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -110,8 +112,9 @@ def test_cml_matches_erm(name, sum0):
     assert np.max(np.abs(est.difficulties_se_[free] / se[free] - 1)) < 1e-3
     if not sum0:
         assert est.difficulties_se_[0] == 0.0     # the anchor item is fixed, as in eRm
-    notes = " ".join(est.result_.notes)
-    assert ("sum-zero difficulties" if sum0 else "the anchor item") in notes
+    assert est.result_.identification == ("sum-zero difficulties" if sum0
+                                          else "difficulty of 'item0' = 0")
+    assert not any("SEs" in note for note in est.result_.notes)    # exact, not the fallback
     assert est.loglik_ == pytest.approx(ERM_LOGLIK[name], rel=1e-9)
 
 
@@ -131,3 +134,31 @@ def test_diagonal_information_ses_were_far_from_erm():
         info += pi * (1 - pi)
     assert np.all(1 / np.sqrt(info) / se > 1.2)
     assert np.max(np.abs(est.difficulties_se_ / se - 1)) < 1e-3
+
+
+def test_diagonal_fallback_beyond_the_flop_budget_says_so(monkeypatch):
+    """Above ``_SE_FLOPS`` the SEs are 1/sqrt(I_jj): a note, and about 1/items too large."""
+    from evalcert.solvers.irt import rasch
+    rng = np.random.default_rng(5)
+    theta, b = rng.normal(size=300), rng.normal(size=100)
+    Y = (rng.random((300, 100)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)
+    Y[rng.random(Y.shape) < 0.2] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = Rasch(method="cml", tol=1e-9).fit(Y)
+        monkeypatch.setattr(rasch, "_SE_FLOPS", 0.0)
+        diagonal = Rasch(method="cml", tol=1e-9).fit(Y)
+    assert not any("SEs" in note for note in exact.result_.notes)
+    assert any("1/sqrt(diagonal of the conditional information)" in note
+               for note in diagonal.result_.notes)
+    ratio = diagonal.difficulties_se_ / exact.difficulties_se_
+    assert np.all(ratio > 1 + 0.5 / 100) and np.all(ratio < 1 + 2 / 100)    # measured 1.0098
+    assert np.array_equal(diagonal.difficulties_, exact.difficulties_)
+
+
+def test_anchor_model_keeps_sum_zero_ses_and_says_so():
+    est = _fit("SMALL", True)
+    with pytest.warns(Warning, match="all 0 or all 1"):
+        anchored = Rasch(method="cml", tol=1e-10, anchor_model=0).fit(DATA["SMALL"])
+    assert np.allclose(anchored.difficulties_se_, est.difficulties_se_, rtol=1e-9)
+    assert any("sum-zero difficulties" in note for note in anchored.result_.notes)

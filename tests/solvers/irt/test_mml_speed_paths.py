@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from evalcert.errors import InputError
 from evalcert.solvers.irt import mml_estep
 from evalcert.solvers.irt.mml import mml_em
 from evalcert.solvers.irt.mml_estep import _AdaptiveEStep, _CompleteEStep, _logistic
@@ -147,3 +148,17 @@ def test_missing_data_fit_on_perturbed_data_converges_alike():
     for fit in fits[1:]:
         assert np.max(np.abs(fit["d"] - fits[0]["d"])) < 0.3
         assert np.corrcoef(fit["eap"], fits[0]["eap"])[0, 1] > 0.999
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.5])
+def test_items_all_right_or_wrong_are_refused_before_em(missing):
+    """An item every model got right has an infinite difficulty MLE. The old E-step lost
+    1 - p to rounding, divided 0 by 0 and stopped on "non-finite"; with 1 - p kept to
+    full precision EM would walk d off for max_iter iterations: refuse it up front."""
+    Y, *_ = simulate(50, 12, seed=15, slopes=True)
+    O = np.random.default_rng(15).random(Y.shape) >= missing
+    O[:, 0] = True
+    Y[:, 0] = 1.0
+    with pytest.raises(InputError, match="1 items are answered all 0 or all 1"):
+        mml_em(Y * O, O, common_slope=False, n_quad=7, tol=1e-6, max_iter=50, what="t",
+               slope_prec=4.0)
