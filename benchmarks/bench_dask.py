@@ -220,9 +220,9 @@ def at_scale(args) -> None:
     workers = None if args.scheduler else args.workers
     need = (2 + (workers or 0)) * fit            # client: reference + one spare; each worker
     avail = memory_available()
+    where = f"{workers} local workers" if workers else "no local worker (--scheduler)"
     print(f"memory: ~{format_bytes(fit)} per fit (evalcert.memory estimate), ~{format_bytes(need)} "
-          f"for this process and {workers or 'remote'} local workers; "
-          f"{format_bytes(avail)} available", flush=True)
+          f"for this process and {where}; {format_bytes(avail)} available", flush=True)
     if need > 0.8 * avail:
         raise SystemExit("not enough memory: run fewer workers or on a larger machine")
     S, t_gen, _ = timed(on_cells, K=K, J=J, n=n)

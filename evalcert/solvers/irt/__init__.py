@@ -2,7 +2,8 @@
 
 One contract: ``Estimator(...).fit(Y, mask=None)`` -> ``abilities_``,
 ``difficulties_`` (and ``discriminations_``/``loadings_``), ``predict_proba()``,
-``loglik_``, ``*_se_`` and ``result_`` (:class:`IRTResult`).
+``loglik_``, ``*_se_`` (NaN with ``standard_errors=False``, which skips their
+cost) and ``result_`` (:class:`IRTResult`).
 
 >>> import numpy as np
 >>> Y = (np.random.default_rng(0).random((50, 20)) < 0.5).astype(float)

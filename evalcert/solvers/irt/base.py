@@ -319,7 +319,8 @@ class IRTEstimator:
     (standard_errors=False)"; the point estimates are the same to the bit.
     Where SEs cost real work it is skipped: the observed (Louis) information
     of ``mml`` (Rasch, 2PL) and the numerical Hessian of the 3PL and graded
-    fits. Where they are nearly free (the diagonal information of JML/MAP and
+    fits (their ``stationarity``, computed from it, is then NaN, as above
+    ``max_se_params``). Where they are nearly free (the diagonal information of JML/MAP and
     CML, MCMC posterior sds, MML posterior sds of abilities) they are dropped
     for consistency.
 

@@ -57,6 +57,12 @@ def information_flops(sets: ObservedSets, n_columns: int) -> float:
     One ``n x 64 x n`` complex product per observed pattern (more tilt groups
     than patterns are rare; ``64`` bounds the kept nodes) and the ``H^3``
     inverse of the pooled matrix.
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt.esf import ObservedSets
+    >>> information_flops(ObservedSets.from_mask(np.ones((3, 4), bool)), 4)
+    4160.0
     """
     sizes = np.diff(sets.indptr).astype(float)
     _, first = np.unique(sets.pattern, return_index=True)
@@ -83,6 +89,14 @@ def conditional_information(difficulties: np.ndarray, sets: ObservedSets, scores
     pairs : (H, H) ``sum_g w_g Cov(Y_a, Y_c | S_g)`` for two distinct items ``a``
         in column ``j`` and ``c`` in column ``k`` (for ``j = k`` meaningful only
         when column ``j`` holds at least two items).
+
+    Examples
+    --------
+    >>> from evalcert.solvers.irt.esf import ObservedSets
+    >>> sets = ObservedSets.from_mask(np.ones((1, 2), bool))
+    >>> info, pairs = conditional_information(np.zeros(2), sets, np.array([1.0]))
+    >>> np.round(info, 12), float(np.round(pairs[0, 1], 12))  # equal items: Var 1/4, Cov -1/4
+    (array([0.25, 0.25]), -0.25)
     """
     b = np.asarray(difficulties, dtype=float)
     scores = np.asarray(scores, dtype=float)
@@ -131,6 +145,14 @@ def difficulty_covariance(info: np.ndarray, pairs: np.ndarray, item_weights: np.
     Returns
     -------
     var : (M,) ``diag(I^+)`` (sum-zero) or ``diag(T I^+ T')`` (anchor).
+
+    Examples
+    --------
+    >>> info, pairs = np.array([1.0, 1.0]), np.array([[0.0, -1.0], [-1.0, 0.0]])
+    >>> np.round(difficulty_covariance(info, pairs, np.ones(2), np.arange(2)), 12)  # I^+ = I/4
+    array([0.25, 0.25])
+    >>> np.round(difficulty_covariance(info, pairs, np.ones(2), np.arange(2), anchor=0), 12)
+    array([0., 1.])
     """
     m = np.asarray(item_weights, dtype=float)
     D = info - np.diag(pairs)                                   # within-column eigenvalue

@@ -115,18 +115,18 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
                          "'adaptive' (or 'auto') with missing cells")
     if quadrature == "adaptive" or not complete:     # observed cells only: no dense copies
         estep: _AdaptiveEStep | _CompleteEStep = _AdaptiveEStep(Y, observed, n_quad, n_threads)
-        share = (estep.ones + 0.5) / (estep.answered + 1.0)
+        answered = estep.answered
     else:
         Y = np.asarray(Y, dtype=float)
         estep = _CompleteEStep(Y, pool_by_score=common_slope, n_quad=n_quad,
                                shared_only=quadrature == "grid", n_threads=n_threads)
-        share = (estep.ones + 0.5) / (Y.shape[0] + 1.0)
-    answered = estep.answered if isinstance(estep, _AdaptiveEStep) else Y.shape[0]
+        answered = Y.shape[0]
     extreme = (estep.ones == 0) | (estep.ones == answered)
     if extreme.any():           # no finite MLE: EM would walk d off to infinity
         raise InputError(f"{what}: {int(extreme.sum())} items are answered all 0 or all 1 (or "
                          "not at all), so their marginal ML difficulty is infinite; drop them "
                          "first (the estimators do: evalcert.solvers.irt.data.finite_items)")
+    share = (estep.ones + 0.5) / (answered + 1.0)
     a = np.ones(Y.shape[1])
     d = np.log(share / (1 - share))
     mu, sd = estep.start(a, d)

@@ -8,6 +8,7 @@ with ``sprintf('%.10g')`` from
     fit <- RM(X)                 # sum-zero easiness (default)
     fit <- RM(X, sum0 = FALSE)   # the first item's easiness fixed at 0
     fit$betapar; fit$se.beta; fit$loglik
+    pp <- person.parameter(RM(X)); pp$thetapar; pp$se.theta   # SMALL only
 
 on the data defined in this file: LSAT6/LSAT7 expanded from their 32 pattern
 frequencies (the first item is the most significant bit of the pattern index,
@@ -149,11 +150,21 @@ def test_diagonal_fallback_beyond_the_flop_budget_says_so(monkeypatch):
         monkeypatch.setattr(rasch, "_SE_FLOPS", 0.0)
         diagonal = Rasch(method="cml", tol=1e-9).fit(Y)
     assert not any("SEs" in note for note in exact.result_.notes)
-    assert any("1/sqrt(diagonal of the conditional information)" in note
+    assert any("from the diagonal of the conditional information only" in note
                for note in diagonal.result_.notes)
     ratio = diagonal.difficulties_se_ / exact.difficulties_se_
     assert np.all(ratio > 1 + 0.5 / 100) and np.all(ratio < 1 + 2 / 100)    # measured 1.0098
     assert np.array_equal(diagonal.difficulties_, exact.difficulties_)
+    # anchored: sqrt(1/I_jj + 1/I_aa), 0 for the anchor, near the exact anchored SEs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        anchored = Rasch(method="cml", tol=1e-9, anchor_item=3).fit(Y)
+        monkeypatch.setattr(rasch, "_SE_FLOPS", 4e9)
+        exact_anchored = Rasch(method="cml", tol=1e-9, anchor_item=3).fit(Y)
+    assert anchored.difficulties_se_[3] == exact_anchored.difficulties_se_[3] == 0.0
+    ratio = (np.delete(anchored.difficulties_se_, 3)
+             / np.delete(exact_anchored.difficulties_se_, 3))
+    assert np.all(ratio > 1) and np.all(ratio < 1.02)      # measured 1.003-1.006
 
 
 def test_anchor_model_keeps_sum_zero_ses_and_says_so():
@@ -162,3 +173,26 @@ def test_anchor_model_keeps_sum_zero_ses_and_says_so():
         anchored = Rasch(method="cml", tol=1e-10, anchor_model=0).fit(DATA["SMALL"])
     assert np.allclose(anchored.difficulties_se_, est.difficulties_se_, rtol=1e-9)
     assert any("sum-zero difficulties" in note for note in anchored.result_.notes)
+
+
+# eRm 1.0-2, person.parameter(RM(X)) on SMALL (persons 8, 17 and 30 have extreme scores and no
+# estimate): ML abilities given the sum-zero CML difficulties, and se.theta = 1/sqrt(sum p q)
+ERM_THETA = [0.6351200311, 0.6351200311, 1.304473487, -1.283730012, 1.304473487, -2.279683308,
+             0.03580311581, -1.283730012, 1.304473487, -1.283730012, 2.229782556, -1.283730012,
+             0.6351200311, -1.283730012, 2.229782556, 2.229782556, 0.6351200311, 2.229782556,
+             -0.5756213447, 0.03580311581, -2.279683308, -1.283730012, -1.283730012,
+             0.03580311581, 1.304473487, -0.5756213447, 0.6351200311]
+ERM_SE_THETA = [0.7859265389, 0.7859265389, 0.8637467396, 0.8943523617, 0.8637467396,
+                1.143348213, 0.7703837521, 0.8943523617, 0.8637467396, 0.8943523617,
+                1.104544428, 0.8943523617, 0.7859265389, 0.8943523617, 1.104544428,
+                1.104544428, 0.7859265389, 1.104544428, 0.8014397431, 0.7703837521,
+                1.143348213, 0.8943523617, 0.8943523617, 0.7703837521, 0.8637467396,
+                0.8014397431, 0.7859265389]
+
+
+def test_cml_abilities_and_ses_match_erm_person_parameter():
+    est = _fit("SMALL", True)
+    kept = np.isfinite(est.abilities_)
+    assert np.flatnonzero(~kept).tolist() == [7, 16, 29]
+    assert np.max(np.abs(est.abilities_[kept] - ERM_THETA)) < 2e-5
+    assert np.max(np.abs(est.abilities_se_[kept] / ERM_SE_THETA - 1)) < 1e-3
