@@ -32,6 +32,9 @@ __all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid"
            "STATIONARITY_LIMIT", "progress_bar", "resolve_threads", "map_blocks",
            "THREAD_MIN_WORK", "SE_SKIPPED"]
 
+#: a joint ML fit that fails with an observed cell's logit beyond this (fitted probability
+#: within ~1e-13 of 0 or 1) is reported as running off to infinity (no finite MLE)
+RUN_OFF_LOGIT = 30.0
 #: largest accepted distance from stationarity of a joint or conditional fit, in
 #: standard errors of the estimates (see :attr:`IRTResult.stationarity`)
 STATIONARITY_LIMIT = 1e-3
@@ -293,9 +296,12 @@ class Bernoulli:
             g: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         # expit, not softplus_sigmoid: JE-IRT's over-parameterised L-BFGS fit (je.py's
         # example) reaches its gradient tolerance on these bits and not on the other
-        # route's (1-ulp differences; |eta| < 9 there); the MML E-steps use the faster one
+        # route's (1-ulp differences; |eta| < 9 there); the MML E-steps use the faster one.
+        # Above the clip -log(q) stays at 700 while y * eta grows: the excess is added
+        # back, or the value would fall without bound as eta -> inf (positive log-likelihoods)
         q = expit(-np.clip(eta, -700.0, 700.0))
-        return float(np.sum(obs * (-np.log(q) - y * eta))), obs * (1.0 - q - y), np.zeros(0)
+        cell = -np.log(q) - y * eta + np.maximum(eta - 700.0, 0.0)
+        return float(np.sum(obs * cell)), obs * (1.0 - q - y), np.zeros(0)
 
     def curvature(self, eta: np.ndarray, obs: np.ndarray, g: np.ndarray) -> np.ndarray:
         p = expit(eta)
@@ -555,17 +561,57 @@ class IRTEstimator:
             return val, np.concatenate([grads[k].ravel() for k, _ in sizes])
 
         x0 = np.concatenate([blocks[k].ravel() for k, _ in sizes])
-        x, n_iter = lbfgs(fun, x0, tol=self.tol, max_iter=self.max_iter,
-                          what=f"{self.model_name} {self.method}", verbose=self.verbose)
+        last = [x0]
+
+        def tracked(x: np.ndarray) -> tuple[float, np.ndarray]:
+            last[0] = x
+            return fun(x)
+
+        try:
+            x, n_iter = lbfgs(tracked, x0, tol=self.tol, max_iter=self.max_iter,
+                              what=f"{self.model_name} {self.method}", verbose=self.verbose)
+        except ConvergenceError as exc:
+            self._raise_if_running_off(data, unpack(last[0]), lam, exc)
+            raise
         b = unpack(x)
         loglik = -self.family.nll(self._link(b["rows"], b["cols"]), Y, obs, b["glob"])[0]
         hR, hC = self._information(data, b["rows"], b["cols"], b["glob"])
+        gap = self._stationarity(data, b["rows"], b["cols"], b["glob"], lam, free,
+                                 information=(hR, hC))
+        if gap > STATIONARITY_LIMIT:
+            self._raise_if_running_off(data, b, lam, None)
         return {"R": b["rows"], "C": b["cols"], "g": b["glob"], "loglik": loglik,
                 "n_iter": n_iter, "se_R": 1 / np.sqrt(hR + lam), "se_C": 1 / np.sqrt(hC + lam),
                 "loglik_kind": "joint" if lam == 0 else "joint (penalised fit)",
-                "solver": "L-BFGS-B",
-                "stationarity": self._stationarity(data, b["rows"], b["cols"], b["glob"], lam,
-                                                   free, information=(hR, hC))}
+                "solver": "L-BFGS-B", "stationarity": gap}
+
+    def _raise_if_running_off(self, data: ResponseData, b: dict[str, np.ndarray], lam: float,
+                              cause: Exception | None) -> None:
+        """Explain a failed joint ML fit whose fitted logits run off to infinity.
+
+        When the solve stops short (budget, line search or stationarity) with
+        some observed cell's logit beyond :data:`RUN_OFF_LOGIT` (fitted
+        probability within ~1e-13 of 0 or 1), the joint likelihood is still
+        rising towards infinite estimates: the ML estimate does not exist on
+        these data (separation), and more iterations cannot help. Raise a
+        :class:`ConvergenceError` saying so; otherwise return and let the
+        caller report the original failure.
+        """
+        if lam > 0 or self.kind != "binary":
+            return
+        eta = np.where(data.observed, self._link(b["rows"], b["cols"]), 0.0)
+        worst = float(np.max(np.abs(eta))) if eta.size else 0.0
+        if not worst > RUN_OFF_LOGIT:
+            return
+        i, j = np.unravel_index(int(np.argmax(np.abs(eta))), eta.shape)
+        raise ConvergenceError(
+            f"{self.model_name} {self.method}: the joint ML estimates run off to infinity "
+            f"(fitted logit {eta[i, j]:+.3g} on model {data.model_names[i]!r}, item "
+            f"{data.item_names[j]!r}; {int((np.abs(eta) > RUN_OFF_LOGIT).sum())} observed "
+            f"cells beyond +-{RUN_OFF_LOGIT:g}): the joint likelihood has no finite maximum on "
+            "these data (separation, common for joint 2PL fits with few items per model); "
+            "more iterations cannot help: use method='map' (a prior) or 'mml'",
+            solver="L-BFGS-B", status="diverged") from cause
 
     def _fit_block(self, Y_new: Any, mask: np.ndarray | None, free: str) -> "IRTEstimator":
         self._check_fitted()

