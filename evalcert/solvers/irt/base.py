@@ -73,9 +73,12 @@ def progress_bar(verbose: bool, total: int, what: str) -> Any:
     return tqdm(total=total, desc=what, unit="it", file=sys.stderr, leave=False)
 
 
-#: array elements (cells x nodes) per call below which block maps stay on one thread
-#: (~5 ms of work: more than a thread pool costs to start)
-THREAD_MIN_WORK = 250_000
+#: array elements (cells x nodes) per call below which block maps stay on one thread.
+#: Measured on 2 cores (2PL MML, no SEs, best of 3-5): ChemBench 22 x 2720 x 7 nodes
+#: (4.2e5) 0.084-0.089 s on one thread vs 0.12-0.14 s on two (a pool per call, twice
+#: per iteration, costs more than the work); 100 x 5000 half missing (1.75e6) 0.44-0.47 s
+#: on two vs 0.56-0.62 s on one
+THREAD_MIN_WORK = 1_000_000
 
 
 def resolve_threads(n_threads: int | None, n_blocks: int, work: float) -> int:
