@@ -33,7 +33,7 @@ from evalcert.errors import InputError
 from evalcert.solvers.certificates import QP
 
 __all__ = ["Design", "BOX_MODES", "build_qp", "with_scores", "binding_constraints",
-           "initial_point", "centre_free_aux", "hessian", "row_major_order"]
+           "initial_point", "centre_free_aux", "hessian"]
 
 Box = Literal["all", "observed", "none"]
 Bounds = tuple[float, float]
@@ -75,8 +75,8 @@ class Design:
 
     @classmethod
     def from_cells(cls, K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> "Design":
-        """The design of cells ``(rows[k], cols[k])`` (row-major order, no repeats;
-        see :func:`row_major_order` to sort cells given in another order)."""
+        """The design of cells ``(rows[k], cols[k])`` (row-major order, no repeats: the
+        order of :meth:`evalcert.data.ScoreMatrix.cells`, which sorts any input)."""
         return cls(int(K), int(J), np.ascontiguousarray(rows, dtype=np.int64),
                    np.ascontiguousarray(cols, dtype=np.int64))
 
@@ -109,22 +109,6 @@ class Design:
         data = np.tile(np.array([1.0, -1.0]), n)
         return sp.csr_matrix((data, indices, np.arange(0, 2 * n + 1, 2)),
                              shape=(n, self.K + self.J))
-
-
-def row_major_order(K: int, J: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray | None:
-    """``None`` if the cells are in strict row-major order, else the sorting permutation.
-
-    Examples
-    --------
-    >>> row_major_order(2, 2, np.array([0, 0, 1]), np.array([0, 1, 1])) is None
-    True
-    >>> row_major_order(2, 2, np.array([1, 0, 0]), np.array([1, 0, 1]))
-    array([1, 2, 0])
-    """
-    flat = np.asarray(rows, dtype=np.int64) * J + np.asarray(cols, dtype=np.int64)
-    if len(flat) < 2 or bool(np.all(flat[1:] > flat[:-1])):
-        return None
-    return np.argsort(flat, kind="stable")
 
 
 def hessian(design: Design, weights: np.ndarray | None, lam: float,

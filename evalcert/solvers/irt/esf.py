@@ -47,12 +47,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.special import expit
 
+from evalcert.solvers.irt.base import map_blocks, resolve_threads
 from evalcert.solvers.irt.pooling import group_rows
 
 __all__ = ["log_esf", "conditional_terms", "conditional_cells", "ObservedSets"]
@@ -227,14 +226,10 @@ def conditional_cells(difficulties: np.ndarray, sets: ObservedSets, scores: np.n
         return float(np.max(err[used]))
 
     batches = _batches(_tilt_groups(sets.pattern, scores, sd), sizes, weighted, sd ** 2)
-    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-             else os.cpu_count() or 1)
-    workers = min(len(batches), cores if sets.items.size >= _THREADED else 1)
-    if workers > 1:     # NumPy releases the GIL in the array work of each batch
-        with ThreadPoolExecutor(workers) as pool:
-            bound = max(pool.map(run, batches))
-    else:
-        bound = max(map(run, batches))
+    # every available core from _THREADED cells (NumPy releases the GIL in each batch)
+    workers = (resolve_threads(None, len(batches), np.inf) if sets.items.size >= _THREADED
+               else 1)
+    bound = max(map_blocks(run, batches, workers))
     return log_gamma, pi, theta, bound
 
 

@@ -318,8 +318,7 @@ def _common_slope_pooled(groups: tuple[np.ndarray, np.ndarray], a: np.ndarray, d
     theta = m[:, None] + s[:, None] * z[None, :]                         # (G, Q)
     eta = a[0] * theta[:, :, None] + d[None, None, :]                    # (G, Q, M)
     softplus, p = softplus_sigmoid(eta)
-    log_joint = (np.log(w / w.sum()) + 0.5 * z ** 2 + np.log(s)[:, None] - 0.5 * theta ** 2
-                 + a[0] * S[:, None] * theta - softplus.sum(2))
+    log_joint = _log_prior(z, w, m, s) + a[0] * S[:, None] * theta - softplus.sum(2)
     post = np.exp(log_joint - logsumexp(log_joint, axis=1, keepdims=True))   # (G, Q)
     weight = count[:, None] * post                                       # n_g w_gq
     G, Q = theta.shape
