@@ -279,7 +279,8 @@ def run_real(args) -> None:
         for name, run in real_runners().items():
             if args.skip_peers and not name.startswith("evalcert"):
                 continue
-            status, took, out, rss, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
+            status, took, out, rss, cpu = run_in_child(run, Y, args.repeat, args.timeout,
+                                                       args.peers)
             tau, negative = np.nan, np.nan
             if status == "ok":
                 tau = float(kendalltau(out[:Y.shape[0]], accuracy)[0])

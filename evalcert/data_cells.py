@@ -130,7 +130,9 @@ def _row_major_permutation(rows: np.ndarray, cols: np.ndarray,
     """Stable permutation to row-major order, or None if already strictly sorted.
 
     Two stable counting sorts (by column, then by row: O(cells + K + J), 4-8
-    bytes a cell) instead of an O(n log n) argsort of ``row * J + col``.
+    bytes a cell) instead of an O(n log n) argsort of ``row * J + col``; one
+    when the cells come grouped by column already (a file written item by
+    item), where the first sort is the identity.
     """
     K, J = shape
     n = len(rows)
@@ -139,8 +141,11 @@ def _row_major_permutation(rows: np.ndarray, cols: np.ndarray,
         return None
     del key
     itype = np.int32 if n < 2 ** 31 - 1 and max(K, J) < 2 ** 31 - 1 else np.int64
-    perm = _counting_order(cols, J, np.arange(n, dtype=itype))
-    return _counting_order(rows[perm], K, perm)
+    perm = np.arange(n, dtype=itype)
+    if not bool(np.all(cols[1:] >= cols[:-1])):
+        perm = _counting_order(cols, J, perm)
+        rows = rows[perm]
+    return _counting_order(rows, K, perm)
 
 
 def _sort_cells(rows: np.ndarray, cols: np.ndarray, scores: np.ndarray,

@@ -137,7 +137,10 @@ class _NameCodes:
         if len(new):
             first = np.full(len(slots), len(codes), dtype=np.int64)
             first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)  # O(n) first appearance
-            new = new[np.argsort(first[new], kind="stable")]
+            at = first[new]
+            if not bool(np.all(at[1:] > at[:-1])):   # a Parquet dictionary: sorted already
+                new = new[np.argsort(at, kind="stable")]
+            del at
             names = values.take(new) if hasattr(values, "take") and hasattr(values, "type") \
                 else values[new]
             if hasattr(names, "type") and pa.types.is_large_string(names.type):

@@ -494,3 +494,43 @@ def test_memory_available_and_require_memory(monkeypatch):
                                          r"only 4\.0 GiB .*S\.cells\(\)"):
         S.to_dense()
     assert S.connectivity().n_components == n and S.n_observed == J   # one star per agent
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_counting_sort_of_cells_grouped_by_item_equals_the_stable_argsort(seed):
+    """Cells grouped by column (a long file written item by item) take one
+    counting sort instead of two; the permutation is the stable argsort's."""
+    rng = np.random.default_rng(seed)
+    K, J, n = int(rng.integers(2, 30)), int(rng.integers(1, 30)), int(rng.integers(2, 400))
+    cols = np.sort(rng.integers(0, J, n))
+    rows = rng.integers(0, K, n)                                  # repeats included
+    perm = _row_major_permutation(rows, cols, (K, J))
+    assert perm is not None and np.array_equal(perm, np.argsort(rows * J + cols, kind="stable"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_names_keep_first_appearance_whatever_the_dictionary_order(seed):
+    """The long reader numbers names by first appearance; it skips the sort
+    when a batch's dictionary is in that order already (Parquet's), and sorts
+    when it is not: both against a plain Python reference, over batches."""
+    import pyarrow as pa
+    from evalcert.data_io import _NameCodes
+    rng = np.random.default_rng(seed)
+    pool = [f"n{i}" for i in range(40)]
+    names, seen = _NameCodes("item"), []
+    row0 = 0
+    for batch in range(3):
+        values = rng.permutation(pool)[:25].tolist()
+        codes = rng.integers(0, len(values), 60)            # appearance: random order
+        if batch == 1:
+            codes = np.r_[np.arange(len(values)), codes]     # appearance = dictionary order
+        column = pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int32()),
+                                                pa.array(values))
+        got = names.codes(column, row0)
+        row0 += len(codes)
+        for c in codes:
+            if values[c] not in seen:
+                seen.append(values[c])
+        mapping = names.unify()
+        assert [seen[i] for i in mapping[got]] == [values[c] for c in codes]
+    assert names.names() == seen

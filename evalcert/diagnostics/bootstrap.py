@@ -1,7 +1,11 @@
 """Bootstrap of the training cells with refits on a fixed holdout (paper 000, App. D.4).
 
 For ``b = 1..B``: resample the ``n`` training cells with replacement (cell
-multiplicities ``w ~ Multinomial(n, 1/n)``), refit the model with
+multiplicities ``w ~ Multinomial(n, 1/n)``, drawn as the counts of ``n``
+uniform cell indices, ``np.bincount(rng.integers(0, n, n), minlength=n)``:
+the same distribution as ``rng.multinomial(n, [1/n] * n)``, ~4x cheaper at
+10^7 cells; earlier versions drew the latter, so a given seed's replicates
+differ from theirs), refit the model with
 ``sample_weight=w``, evaluate on the original, never resampled, holdout and
 record every fidelity metric. A resample that leaves an agent or item without
 cells, or splits the design, is drawn again (and counted): its parameters
@@ -22,7 +26,10 @@ whole run (a cache keyed by the run's token, emptied on the Dask workers when
 the run ends; a loky worker process frees it at the next run or when loky
 retires the idle process): it fits all training cells once, then every
 replicate of every task it runs warm-starts from the previous one, exactly as
-in this process. See :func:`bootstrap_fidelity` for an example.
+in this process. A model with an ``_assume_connected(keep)`` method
+(``ClippedLinear``) is told that the resample's cells connect the design, which
+this module has just checked, so its fit does not check it again.
+See :func:`bootstrap_fidelity` for an example.
 """
 
 from __future__ import annotations
@@ -37,13 +44,13 @@ from typing import Any
 import numpy as np
 
 from evalcert.data import ScoreMatrix, bipartite_components
-from evalcert.diagnostics.experiments import _predictions
+from evalcert.diagnostics.experiments import model_predictions
 from evalcert.diagnostics.metrics import FidelityMetrics, fidelity
 from evalcert.errors import EvalcertError, InputError
 from evalcert.parallel import Backend, dask_client, parallel_map
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["METRICS", "BootstrapResult", "bootstrap_fidelity"]
+__all__ = ["METRICS", "BootstrapResult", "bootstrap_fidelity", "resample_weights"]
 
 METRICS = ("rmse", "spearman", "kendall", "auc")
 _MAX_REDRAWS = 100
@@ -115,8 +122,10 @@ class _Run:
     token: str
 
     def metrics(self, model: Any) -> FidelityMetrics:
-        return fidelity(_predictions(model, self.S, self.partition is not None), model.theta_,
-                        self.S, self.train, self.holdout, self.reference_theta, self.partition)
+        # on cells, the holdout RMSE reads the held-out cells only: predict there
+        predictions = model_predictions(model, self.S, self.partition is not None, self.holdout)
+        return fidelity(predictions, model.theta_, self.S, self.train, self.holdout,
+                        self.reference_theta, self.partition)
 
 
 #: ``thread id -> (token, model, S_train)``: one model per worker thread that
@@ -155,18 +164,35 @@ def _forget_on_workers(scheduler: str | None, token: str) -> None:
             client.run(_forget, token)
 
 
+def resample_weights(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Multiplicities of ``n`` cells resampled with replacement: ``Multinomial(n, 1/n)``.
+
+    Drawn as the counts of ``n`` uniform indices (O(n), ~4x cheaper than
+    ``rng.multinomial`` over ``n`` categories); deterministic given ``rng``.
+
+    Examples
+    --------
+    >>> w = resample_weights(np.random.default_rng(0), 5)
+    >>> again = resample_weights(np.random.default_rng(0), 5)
+    >>> w.dtype, float(w.sum()), w.tolist() == again.tolist()
+    (dtype('float64'), 5.0, True)
+    """
+    return np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
+
+
 def _replicates(seeds: list[np.random.SeedSequence], run: _Run
                 ) -> list[tuple[FidelityMetrics, int]]:
     """Refit this thread's model once per seed on multinomially resampled training cells."""
     model, S_train = _worker_state(run)
     rows, cols, _ = S_train.cells()
     n = len(rows)
-    uniform = np.full(n, 1 / n)
+    # checked here for every model; a model that checks too is told it holds
+    assume_connected = getattr(model, "_assume_connected", None)
     out = []
     for child in seeds:
         rng = np.random.default_rng(child)
         for redraws in range(_MAX_REDRAWS):
-            weight = rng.multinomial(n, uniform).astype(float)
+            weight = resample_weights(rng, n)
             used = weight > 0
             lr, lc = bipartite_components(rows[used], cols[used], run.S.shape)
             if max(lr.max(), lc.max()) == 0:
@@ -174,6 +200,8 @@ def _replicates(seeds: list[np.random.SeedSequence], run: _Run
         else:
             raise InputError(f"{_MAX_REDRAWS} resamples in a row left an agent or item without "
                              "cells or split the design; use a denser (d-core >= 3) design")
+        if assume_connected is not None:
+            assume_connected(used)
         model.fit(S_train, sample_weight=weight)
         out.append((run.metrics(model), redraws))
     return out
@@ -227,8 +255,12 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
     >>> hold = np.random.default_rng(1).random(S.shape) < 0.2
     >>> res = bootstrap_fidelity(RaschLeastSquares("identity"), S, ~hold, hold, n_boot=20, n_jobs=1)
     >>> low, high = res.intervals["rmse"]  # a 95% interval per metric
-    >>> res.n_boot, res.confidence, bool(0 < low < high), bool(low <= res.estimate.rmse <= high)
-    (20, 0.95, True, True)
+    >>> res.n_boot, len(res.replicates["rmse"]), res.confidence, bool(0 < low < high)
+    (20, 20, 0.95, True)
+
+    (The estimate, a fit on all training cells, need not lie inside: refits on
+    resampled cells typically predict the holdout a little worse, so it sits in the
+    lower tail of the replicates.)
     """
     train, holdout = S.cell_mask(train), S.cell_mask(holdout)
     in_process = backend == "loky" and n_jobs == 1

@@ -50,8 +50,8 @@ from evalcert.diagnostics.sampling import HoldoutScheme, holdout_on_cells, sampl
 from evalcert.parallel import Backend, parallel_map
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["FailedFit", "SparseRecoveryResult", "sparse_recovery", "CoverageSweepResult",
-           "coverage_sweep", "BaselineComparisonResult", "baseline_comparison"]
+__all__ = ["model_predictions", "FailedFit", "SparseRecoveryResult", "sparse_recovery",
+           "CoverageSweepResult", "coverage_sweep", "BaselineComparisonResult", "baseline_comparison"]
 
 _METRICS = ("coverage", "rmse", "spearman", "kendall", "auc")
 
@@ -81,15 +81,42 @@ class _Protocol:
 
     def score(self, model: Any, train: np.ndarray) -> FidelityMetrics:
         model.fit(self.S.restrict(train))
-        return fidelity(_predictions(model, self.S, self.partition is not None), model.theta_,
-                        self.S, train, self.holdout, self.reference_theta, self.partition)
+        return fidelity(model_predictions(model, self.S, self.partition is not None),
+                        model.theta_, self.S, train, self.holdout, self.reference_theta,
+                        self.partition)
 
 
-def _predictions(model: Any, S: ScoreMatrix, every_cell: bool) -> np.ndarray:
-    """Predictions at the observed cells when the model can, else the K x J ``predict()``."""
+def model_predictions(model: Any, S: ScoreMatrix, every_cell: bool = False,
+                      only: np.ndarray | None = None) -> np.ndarray:
+    """A fitted model's predictions for :func:`~evalcert.diagnostics.metrics.fidelity`.
+
+    At the observed cells of ``S`` (order of ``S.cells()``, O(observed cells))
+    when the model has ``predict_cells`` and ``every_cell`` is False; otherwise
+    the K x J ``predict()`` (needed for the ranking AUC, which averages over
+    all items). ``only`` (a boolean vector over ``S.cells()``, e.g. the
+    holdout, all that the RMSE reads) restricts the cell predictions to those
+    cells; the others are NaN.
+
+    Examples
+    --------
+    >>> from evalcert import ClippedLinear, demo_scores
+    >>> S = demo_scores()
+    >>> model = ClippedLinear().fit(S)
+    >>> on_cells, dense = model_predictions(model, S), model_predictions(model, S, True)
+    >>> on_cells.shape == (S.n_observed,), dense.shape
+    (True, (30, 200))
+    >>> held = np.arange(S.n_observed) % 5 == 0
+    >>> part = model_predictions(model, S, only=held)
+    >>> bool(np.array_equal(part[held], on_cells[held])), bool(np.isnan(part[~held]).all())
+    (True, True)
+    """
     if not every_cell and hasattr(model, "predict_cells"):
         rows, cols, _ = S.cells()
-        return np.asarray(model.predict_cells(rows, cols))
+        if only is None:
+            return np.asarray(model.predict_cells(rows, cols))
+        out = np.full(len(rows), np.nan)
+        out[only] = model.predict_cells(rows[only], cols[only])
+        return out
     return model.predict()
 
 
@@ -152,7 +179,7 @@ def _protocol(S: ScoreMatrix, model: Any, partition: np.ndarray | None, holdout_
     dense_train = ~holdout
     model.fit(S.restrict(dense_train))
     theta = np.array(model.theta_)
-    dense = fidelity(_predictions(model, S, partition is not None), theta, S, dense_train,
+    dense = fidelity(model_predictions(model, S, partition is not None), theta, S, dense_train,
                      holdout, theta, partition)
     return _Protocol(S, holdout, dense, theta, partition, template, d, holdout_fraction,
                      holdout_seed)

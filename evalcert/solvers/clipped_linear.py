@@ -35,9 +35,9 @@ from evalcert.results import ResultMixin, Stopwatch, Timings, format_table
 from evalcert.solvers.backends import CVXPY_SOLVERS, check_qp_backend
 from evalcert.solvers.backends.base import CostEstimate, SolveSettings, check_cost
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
-from evalcert.solvers.clipped_linear_qp import (BOX_MODES, Design, binding_constraints,
-                                                build_qp, centre_free_aux, initial_point,
-                                                with_scores)
+from evalcert.solvers.clipped_linear_qp import (BOX_MODES, Design, HessianPattern,
+                                                binding_constraints, build_qp, centre_free_aux,
+                                                initial_point, n_aux, with_scores, with_weights)
 
 __all__ = ["ClippedLinear", "ClippedLinearResult", "ClippedLinearCertificate"]
 
@@ -335,12 +335,13 @@ class ClippedLinear:
         self._last: tuple[Design, np.ndarray, np.ndarray] | None = None
         self._structure: tuple[tuple, Any, dict] | None = None
         self._connected: tuple[Design, np.ndarray] | None = None
+        self._pattern: tuple[Design, HessianPattern] | None = None
 
     def __getstate__(self) -> dict:
         # Solver caches (a compiled CVXPY problem, SuperLU factorisations) are
         # neither picklable nor worth shipping: a copy refits from scratch.
         state = self.__dict__.copy()
-        state.update(_program=None, _structure=None, _last=None, _connected=None)
+        state.update(_program=None, _structure=None, _last=None, _connected=None, _pattern=None)
         return state
 
     def _check_params(self) -> None:
@@ -435,6 +436,15 @@ class ClippedLinear:
             bounds=S.bounds)
         return self
 
+    def _assume_connected(self, keep: np.ndarray) -> None:
+        """Private hook for :func:`~evalcert.diagnostics.bootstrap.bootstrap_fidelity`,
+        which checks every resample's connectivity itself: the cells of the last
+        fit's design with ``keep`` connect every agent and item, so the next fit
+        on exactly that design with exactly those cells weighted skips the
+        check. Any other design or weighted set is checked as usual."""
+        if self.require_connected and self._structure is not None:
+            self._connected = (self._structure[0][0], np.array(keep, dtype=bool))
+
     def _check_time(self, cost: CostEstimate, start: float) -> None:
         """Refuse up front a fit estimated to take more than twice its time
         limit (a compilation or a factorisation cannot be interrupted)."""
@@ -449,9 +459,13 @@ class ClippedLinear:
 
     def _build(self, design: Design, scores: np.ndarray, weights: np.ndarray,
                bounds: tuple[float, float]):
-        """The QP of this fit; on a refit with the same design, weights, bounds
-        and ``lam`` only ``q`` and ``r`` are recomputed (``P`` and ``A`` are
-        kept, and so are the solvers' factorisations)."""
+        """The QP of this fit. On a refit with the same design, ``lam``, box and
+        bounds nothing the design alone determines is rebuilt: with the same
+        weights only ``q`` and ``r`` are recomputed (``P``, ``A`` and the
+        solvers' factorisations are kept); with new weights (a bootstrap
+        replicate) ``P`` gets new values on its kept pattern (the
+        :class:`~evalcert.solvers.clipped_linear_qp.HessianPattern`, kept from
+        the first weighted fit) and ``A``, ``l``, ``u`` are kept."""
         params = (float(self.lam), self.box, bounds)
         cache: dict = {}
         if self._structure is not None:
@@ -462,6 +476,15 @@ class ClippedLinear:
                 # new weights on the same design: P keeps its pattern, so OSQP
                 # keeps its symbolic factorisation (it updates P's values)
                 cache = {k: v for k, v in old_cache.items() if k == "osqp-direct"}
+                if self._pattern is None or self._pattern[0] is not design \
+                        or self._pattern[1].n_extra != n_aux(self.box):
+                    self._pattern = (design, HessianPattern.of(design, n_aux(self.box)))
+                qp = with_weights(qp, design, scores, weights, float(self.lam), self.box,
+                                  self._pattern[1])
+                self._structure = ((design, weights, params), qp, cache)
+                return qp
+        if self._pattern is not None and self._pattern[0] is not design:
+            self._pattern = None            # another design's: free it
         qp = build_qp(design, scores, weights, float(self.lam), self.box, bounds)
         self._structure = ((design, weights, params), qp, cache)
         return qp

@@ -32,12 +32,17 @@ import scipy.sparse as sp
 from evalcert.errors import InputError
 from evalcert.solvers.certificates import QP
 
-__all__ = ["Design", "BOX_MODES", "build_qp", "with_scores", "binding_constraints",
-           "initial_point", "centre_free_aux", "hessian"]
+__all__ = ["Design", "BOX_MODES", "HessianPattern", "build_qp", "with_weights", "with_scores",
+           "binding_constraints", "initial_point", "centre_free_aux", "hessian"]
 
 Box = Literal["all", "observed", "none"]
 Bounds = tuple[float, float]
 BOX_MODES = ("all", "observed", "none")
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal arrays; O(1) for one read-only array (``ScoreMatrix.cells()``), O(n) otherwise."""
+    return (a is b and not a.flags.writeable) or np.array_equal(a, b)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -92,8 +97,8 @@ class Design:
     def same_pattern(self, other: "Design | None") -> bool:
         """Whether ``other`` observes exactly the same cells (O(n_cells), no hashing)."""
         return other is not None and (other is self or (
-            (self.K, self.J) == (other.K, other.J) and np.array_equal(self.rows, other.rows)
-            and np.array_equal(self.cols, other.cols)))
+            (self.K, self.J) == (other.K, other.J)
+            and _same_array(self.rows, other.rows) and _same_array(self.cols, other.cols)))
 
     @property
     def n_cells(self) -> int:
@@ -111,6 +116,139 @@ class Design:
                              shape=(n, self.K + self.J))
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class HessianPattern:
+    """Where every weight of a design goes in ``P = 2 (D'WD + lam I)`` (CSC).
+
+    ``P``'s sparsity pattern depends on the design only (zero weights stay
+    explicit entries), so a refit with new weights (a bootstrap replicate)
+    only writes new values (:meth:`matrix`): no transpose, no sort, and the
+    index arrays are shared by every ``P`` built from one pattern. Column
+    ``i < K`` (an agent) holds its diagonal entry, then its cells (row-major
+    order); column ``K + j`` (an item) its cells (agents ascending), then its
+    diagonal. Memory: the index arrays of ``P`` plus ``item_order`` (one index
+    per cell) and two masks of one byte per cell.
+
+    Attributes
+    ----------
+    K, J, n_cells, n_extra : int
+        Agents, items, cells and trailing zero columns (auxiliaries).
+    indices, indptr : ndarray
+        ``P``'s CSC index arrays.
+    agent_cells, item_cells : ndarray of bool
+        Masks of the off-diagonal slots in the agents' (first ``n_cells + K``
+        entries) and the items' (the next ``n_cells + J``) columns.
+    agent_diag, item_diag : ndarray
+        Slots of the diagonal entries.
+    item_order : ndarray
+        The cells in the order of the item columns' off-diagonal slots.
+    agent_degree, item_degree : ndarray
+        Cells per agent and per item: the segments of the cells (row-major) and
+        of ``item_order`` whose weights each diagonal entry sums.
+
+    Examples
+    --------
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> pattern = HessianPattern.of(d)
+    >>> pattern.matrix(np.array([1.0, 0.0, 2.0]), 0.0).toarray()  # cell (0, 1) has weight 0
+    array([[ 2.,  0., -2.,  0.],
+           [ 0.,  4.,  0., -4.],
+           [-2.,  0.,  2.,  0.],
+           [ 0., -4.,  0.,  4.]])
+    >>> pattern.matrix(None, 0.0).nnz  # the same pattern: 2 per cell + the diagonal
+    10
+    """
+
+    K: int
+    J: int
+    n_cells: int
+    n_extra: int
+    indices: np.ndarray
+    indptr: np.ndarray
+    agent_cells: np.ndarray
+    item_cells: np.ndarray
+    agent_diag: np.ndarray
+    item_diag: np.ndarray
+    item_order: np.ndarray
+    agent_degree: np.ndarray
+    item_degree: np.ndarray
+
+    @classmethod
+    def of(cls, design: Design, n_extra: int = 0) -> "HessianPattern":
+        """The pattern of ``design``'s Hessian in O(n_cells): the item columns come
+        from one CSR -> CSC transpose of the cells (a counting sort in C)."""
+        K, J, n = design.K, design.J, design.n_cells
+        rows, cols = design.rows, design.cols
+        deg_r = np.bincount(rows, minlength=K)
+        deg_c = np.bincount(cols, minlength=J)
+        nnz = 2 * n + K + J
+        itype = np.int32 if nnz < 2 ** 31 - 1 and K + J + n_extra < 2 ** 31 - 1 else np.int64
+        indices = np.empty(nnz, dtype=itype)
+        row_ptr = np.r_[0, np.cumsum(deg_r)]
+        agent_diag = row_ptr[:-1] + np.arange(K)
+        agent_cells = np.ones(n + K, dtype=bool)
+        agent_cells[agent_diag] = False
+        idx = indices[:n + K]
+        idx[agent_diag] = np.arange(K)
+        idx[agent_cells] = cols
+        idx[agent_cells] += K
+        by_item = sp.csr_matrix((np.arange(n, dtype=itype), cols.astype(itype),
+                                 row_ptr.astype(itype)), shape=(K, J)).tocsc()
+        item_diag = np.cumsum(deg_c) + np.arange(J)
+        item_cells = np.ones(n + J, dtype=bool)
+        item_cells[item_diag] = False
+        idx = indices[n + K:]
+        idx[item_diag] = K + np.arange(J)
+        idx[item_cells] = by_item.indices
+        indptr = np.r_[0, np.cumsum(np.r_[deg_r + 1, deg_c + 1,
+                                          np.zeros(n_extra, dtype=np.int64)])]
+        return cls(K, J, n, int(n_extra), indices, indptr.astype(itype), agent_cells,
+                   item_cells, agent_diag, n + K + item_diag, by_item.data, deg_r, deg_c)
+
+    def matrix(self, weights: np.ndarray | None, lam: float) -> sp.csc_matrix:
+        """``P = 2 (D'WD + lam I)`` for ``weights`` (``None``: all ones, no weight
+        array read): new values on the shared index arrays, O(n_cells)."""
+        K, J, n = self.K, self.J, self.n_cells
+        w = None if weights is None else np.asarray(weights, dtype=float)
+        unit = w is None or n == 0 or (float(w.min()) == 1.0 and float(w.max()) == 1.0)
+        data = np.empty(len(self.indices))
+        agents, items = data[:n + K], data[n + K:]
+        if unit:
+            agents[self.agent_cells] = items[self.item_cells] = -2.0
+            agent_total, item_total = self.agent_degree, self.item_degree
+        else:
+            agents[self.agent_cells] = -2.0 * w
+            by_item = np.take(w, self.item_order)
+            agent_total = _segment_sums(w, self.agent_degree)
+            item_total = _segment_sums(by_item, self.item_degree)
+            by_item *= -2.0
+            items[self.item_cells] = by_item
+            del by_item
+        data[self.agent_diag] = 2.0 * (agent_total + lam)
+        data[self.item_diag] = 2.0 * (item_total + lam)
+        size = K + J + self.n_extra
+        P = sp.csc_matrix((data, self.indices, self.indptr), shape=(size, size))
+        P.has_sorted_indices = True
+        return P
+
+
+def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Sums of the consecutive segments of ``values`` with these ``lengths`` (0 for an
+    empty one): one sequential pass (``np.add.reduceat``), no index array read.
+
+    Examples
+    --------
+    >>> _segment_sums(np.array([1.0, 2.0, 4.0, 8.0]), np.array([2, 0, 1, 1, 0]))
+    array([3., 0., 4., 8., 0.])
+    """
+    out = np.zeros(len(lengths))
+    full = lengths > 0
+    if np.any(full):
+        starts = np.cumsum(lengths) - lengths
+        out[full] = np.add.reduceat(values, starts[full])
+    return out
+
+
 def hessian(design: Design, weights: np.ndarray | None, lam: float,
             n_extra: int = 0) -> sp.csc_matrix:
     """``P = 2 (D'WD + lam I)`` (padded with ``n_extra`` zero rows/columns) in O(n_cells).
@@ -119,10 +257,9 @@ def hessian(design: Design, weights: np.ndarray | None, lam: float,
     diagonal holds each agent's and item's total weight and the off-diagonal
     blocks ``-w_ij``. The CSC arrays are written directly (sorted indices,
     zero weights kept as explicit entries so the pattern depends on the design
-    only), with no sparse product and no sort: the item columns come from one
-    CSR -> CSC transpose of the cells (a counting sort in C) that carries the
-    weights along. ``weights=None`` (or all ones) is a plain fit: no weight
-    array is read or gathered.
+    only; see :class:`HessianPattern`), with no sparse product and no sort.
+    ``weights=None`` (or all ones) is a plain fit: no weight array is read or
+    gathered.
 
     Examples
     --------
@@ -133,42 +270,7 @@ def hessian(design: Design, weights: np.ndarray | None, lam: float,
            [-2.,  0.,  2.,  0.],
            [-2., -2.,  0.,  4.]])
     """
-    K, J, n = design.K, design.J, design.n_cells
-    rows, cols = design.rows, design.cols
-    w = None if weights is None else np.asarray(weights, dtype=float)
-    unit = w is None or n == 0 or (float(w.min()) == 1.0 and float(w.max()) == 1.0)
-    deg_r = np.bincount(rows, minlength=K)
-    deg_c = np.bincount(cols, minlength=J)
-    nnz = 2 * n + K + J
-    itype = np.int32 if nnz < 2 ** 31 - 1 and K + J + n_extra < 2 ** 31 - 1 else np.int64
-    data = np.empty(nnz)
-    indices = np.empty(nnz, dtype=itype)
-    # agent columns: the diagonal, then the agent's cells (row-major order)
-    row_ptr = np.r_[0, np.cumsum(deg_r)]
-    diag = row_ptr[:-1] + np.arange(K)
-    cells = np.ones(n + K, dtype=bool)
-    cells[diag] = False
-    block, idx = data[:n + K], indices[:n + K]
-    block[diag] = 2.0 * ((deg_r if unit else np.bincount(rows, weights=w, minlength=K)) + lam)
-    idx[diag] = np.arange(K)
-    block[cells] = -2.0 if unit else -2.0 * w
-    idx[cells] = cols
-    idx[cells] += K
-    # item columns: the item's cells (rows ascending), then the diagonal
-    by_item = sp.csr_matrix((np.ones(n, dtype=bool) if unit else w, cols.astype(itype),
-                             row_ptr.astype(itype)), shape=(K, J)).tocsc()
-    diag = np.cumsum(deg_c) + np.arange(J)
-    cells = np.ones(n + J, dtype=bool)
-    cells[diag] = False
-    block, idx = data[n + K:], indices[n + K:]
-    block[diag] = 2.0 * ((deg_c if unit else np.bincount(cols, weights=w, minlength=J)) + lam)
-    idx[diag] = K + np.arange(J)
-    block[cells] = -2.0 if unit else -2.0 * by_item.data
-    idx[cells] = by_item.indices
-    del by_item, cells
-    indptr = np.r_[0, np.cumsum(np.r_[deg_r + 1, deg_c + 1, np.zeros(n_extra, dtype=np.int64)])]
-    size = K + J + n_extra
-    return sp.csc_matrix((data, indices, indptr.astype(itype)), shape=(size, size))
+    return HessianPattern.of(design, n_extra).matrix(weights, lam)
 
 
 def n_aux(box: str) -> int:
@@ -216,7 +318,8 @@ def _constraints(design: Design, box: str, bounds: Bounds) -> tuple[sp.csc_matri
 
 
 def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam: float,
-             box: Box, bounds: Bounds = (-1.0, 1.0)) -> QP:
+             box: Box, bounds: Bounds = (-1.0, 1.0),
+             pattern: HessianPattern | None = None) -> QP:
     """The QP of Eq. 7 for ``design`` with cell ``scores`` and ``weights``.
 
     Costs O(n_cells + K + J) time and memory (see :func:`hessian`).
@@ -232,6 +335,8 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam
     bounds : (float, float)
         The box is ``lo <= theta_i - b_j <= hi`` (``ScoreMatrix.bounds``;
         ``(-1, 1)`` is Eq. 7's ``|theta_i - b_j| <= 1``).
+    pattern : HessianPattern, optional
+        ``HessianPattern.of(design, n_aux(box))``, when the caller keeps it.
 
     Examples
     --------
@@ -242,23 +347,44 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam
     >>> qp.q.tolist(), round(qp.r, 12)  # -2 D'(w s) and s'Ws
     ([-1.4, 0.2, 1.0, 0.2, 0.0, 0.0], 0.3)
     """
-    K, J = design.K, design.J
-    P = hessian(design, weights, lam, n_aux(box))
     A, l, u = _constraints(design, box, bounds)
-    # The difficulties' block of P is diagonal, 2 (sum_i w_ij + lam), positive
-    # when every item carries weight or lam > 0: a solver may eliminate it
-    # first. Not with the observed-cells box, whose active cell rows share
-    # items and would leave a large reduced system (a sparse LU is faster).
-    col_weight = np.bincount(design.cols, weights=weights, minlength=J)  # None: degrees
-    eliminable = K + np.arange(J) if box != "observed" and np.all(col_weight + lam > 0) \
-        else None
     # With the all-cells box some optimum has |b_j| <= hi - lo (sum b = 0 and
     # b_j - b_j' <= hi - lo) and |theta_i|, |c| <= hi - lo + max(|lo|, |hi|):
     # a true radius, which makes the certificate's suboptimality bound rigorous.
     lo, hi = bounds
     x_bound = (hi - lo) + max(abs(lo), abs(hi)) if box == "all" else None
-    return with_scores(QP(P=P, q=np.zeros(P.shape[0]), A=A, l=l, u=u, eliminable=eliminable,
-                          x_bound=x_bound), design, scores, weights)
+    n = design.K + design.J + n_aux(box)
+    shell = QP(P=sp.csc_matrix((n, n)), q=np.zeros(n), A=A, l=l, u=u, x_bound=x_bound)
+    return with_weights(shell, design, scores, weights, lam, box,
+                        pattern or HessianPattern.of(design, n_aux(box)))
+
+
+def with_weights(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray | None,
+                 lam: float, box: Box, pattern: HessianPattern) -> QP:
+    """``qp`` (of ``design`` and ``box``) with the terms of new ``weights``: ``P``
+    (new values on ``pattern``), ``q``, ``r`` and the eliminable block.
+    ``A``, ``l``, ``u`` do not depend on the weights and are kept: a bootstrap
+    refit builds nothing that the design alone determines.
+
+    Examples
+    --------
+    >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
+    >>> s, w = np.array([0.5, 0.2, -0.1]), np.array([2.0, 0.0, 1.0])
+    >>> qp = build_qp(d, s, np.ones(3), 1e-3, "all")
+    >>> refit = with_weights(qp, d, s, w, 1e-3, "all", HessianPattern.of(d, 2))
+    >>> fresh = build_qp(d, s, w, 1e-3, "all")
+    >>> bool((refit.P != fresh.P).nnz == 0), refit.q.tolist() == fresh.q.tolist(), refit.A is qp.A
+    (True, True, True)
+    """
+    P = pattern.matrix(weights, lam)
+    # The difficulties' block of P is diagonal, 2 (sum_i w_ij + lam), positive
+    # when every item carries weight or lam > 0: a solver may eliminate it
+    # first. Not with the observed-cells box, whose active cell rows share
+    # items and would leave a large reduced system (a sparse LU is faster).
+    eliminable = design.K + np.arange(design.J) if box != "observed" and \
+        np.all(P.data[pattern.item_diag] > 0) else None
+    return with_scores(dataclasses.replace(qp, P=P, eliminable=eliminable), design, scores,
+                       weights)
 
 
 def with_scores(qp: QP, design: Design, scores: np.ndarray,

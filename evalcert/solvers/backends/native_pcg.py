@@ -18,6 +18,13 @@ from evalcert.solvers.certificates import QP
 
 __all__: list[str] = []
 
+#: The Schur path holds the general active rows (the gauge) densely on all
+#: variables while it sets up an active set: up to this many entries (32 MB),
+#: else the projected PCG on the full system runs. One dense row and a few
+#: passes over it replaced ~15 masked copies of its triplets per active-set
+#: step (the gauge of 10^6 items: ~50 ms a step).
+DENSE_GENERAL = 2 ** 22
+
 
 class _TimeUp(Exception):
     """The time limit expired inside a KKT solve."""
@@ -79,6 +86,36 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     the projected gradient is below ``rtol`` of the problem's scale or stops
     falling (what rounding allows).
     """
+    red = _reduction(qp, active, rhs_bounds, x, cache)
+    if red["schur"] is not None:
+        z, y_g = _schur_cg(red["schur"], x, rtol, red["g_size"], deadline, progress)
+    else:   # CSC sums the repeated (hub) entries per column, not by sorting one long row
+        z, y_g = _full_cg(qp, cache["P_rows"], x, red["free"], red["rep"], red["hubs"],
+                          red["C"].tocsc(), red["d"], red["q_u"], red["up"], red["expand"],
+                          cache, rtol, deadline, progress)
+    k, t_rows, general = red["k"], red["t_rows"], red["general"]
+    x_new = red["expand"](z) + red["off"]
+    g_k = red["P_k"].T @ x_new + qp.q[k] + (red["C_x"].T @ y_g)[k]
+    y = np.zeros(red["m"])
+    y[general] = y_g
+    y[t_rows] = -red["a_k"] * g_k
+    return x_new, y
+
+
+def _reduction(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
+               cache: dict) -> dict:
+    """The substitution of the tie rows and, when it applies, the Schur
+    operator of one active set (everything of :func:`_pcg_kkt_solve` but the
+    CG run and the multipliers).
+
+    The last one is kept in ``cache["pcg_last"]`` and reused when the next
+    solve has the same QP object, active set and bounds (and the same values
+    of the variables held fixed): the primal-dual iteration solves a settled
+    active set once loosely and then once more to rounding, and this second
+    solve then costs its CG steps only, not the passes over item-length
+    vectors (and one or two over the cells) that set the operator up. The caller
+    (:func:`evalcert.solvers.backends.native.solve`) drops it at the end of
+    a solve."""
     n = qp.n
     if "A_csr" not in cache:
         # P is symmetric: its CSR view (P.T of a CSC matrix, no copy) has the
@@ -86,18 +123,30 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
         P = qp.P.tocsc()
         cache.update(A_csr=qp.A.tocsr(), P_rows=P.T, P_csc=P, P_diag=P.diagonal())
         cache["hub"] = cache["P_diag"] == 0
-    P, hub = cache["P_rows"], cache["hub"]
+    key = np.packbits(active).tobytes()
+    last = cache.pop("pcg_last", None)
+    if last is not None and last["qp"] is qp and last["key"] == key and \
+            np.array_equal(last["bounds"], rhs_bounds) and \
+            np.array_equal(last["x_fixed"], x[last["fixed"]]):
+        cache["pcg_last"] = last
+        return last
+    del last                              # before building the next one (peak memory)
+    hub = cache["hub"]
     A_act = cache["A_csr"][active]
     m = A_act.shape[0]
     per_row = np.diff(A_act.indptr)
     two = np.flatnonzero(per_row == 2)
-    c0, c1 = A_act.indices[A_act.indptr[two]], A_act.indices[A_act.indptr[two] + 1]
-    v0, v1 = A_act.data[A_act.indptr[two]], A_act.data[A_act.indptr[two] + 1]
-    tie = (np.abs(v0) == 1) & (v0 == -v1) & (hub[c0] != hub[c1])
+    start = A_act.indptr[two]
+    c0, c1 = A_act.indices[start], A_act.indices[start + 1]
+    v0, v1 = A_act.data[start], A_act.data[start + 1]
+    hub0 = hub[c0]
+    tie = (np.abs(v0) == 1) & (v0 == -v1) & (hub0 != hub[c1])
     t_rows = two[tie]
-    k = np.where(hub[c0[tie]], c1[tie], c0[tie])
-    h = np.where(hub[c0[tie]], c0[tie], c1[tie])
-    a_k = np.where(hub[c0[tie]], v1[tie], v0[tie])
+    c0, c1, v0, v1, hub0 = c0[tie], c1[tie], v0[tie], v1[tie], hub0[tie]
+    k = np.where(hub0, c1, c0)
+    h = np.where(hub0, c0, c1)
+    a_k = np.where(hub0, v1, v0)
+    del start, c0, c1, v0, v1, hub0
     is_general = np.ones(m, dtype=bool)
     is_general[t_rows] = False
     general = np.flatnonzero(is_general)
@@ -110,13 +159,11 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     off[k] = rhs_bounds[t_rows] * a_k
     fixed = hub.copy()
     fixed[hubs] = False
+    fixed = np.flatnonzero(fixed)
     off[fixed] = x[fixed]
-    free = (rep == np.arange(n)) & ~fixed
+    free = rep == np.arange(n)
+    free[fixed] = False
     C_x = A_act[general]
-    C = C_x.tocoo()                               # C_x Z on the free coordinates, as
-    cols = rep[C.col]                             # triplets: a tied column merged into
-    keep = free[cols]                             # its hub repeats the hub's column
-    C = sp.coo_matrix((C.data[keep], (C.row[keep], cols[keep])), shape=C_x.shape)
     d = rhs_bounds[general] - C_x @ off
 
     groups = [(g, k[h == g]) for g in hubs]
@@ -136,18 +183,25 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
     # the gradient at the tied variables is P_k' x + q_k (P is symmetric)
     P_k = cache["P_csc"][:, k]
     q_u = up(qp.q + P_k @ off[k])
-    schur = _schur_operator(qp, cache, x, free, k, h, hubs, C, d, q_u)
-    if schur is not None:
-        z, y_g = _schur_cg(schur, rtol, float(np.abs(q_u).max()), deadline, progress)
-    else:   # CSC sums the repeated (hub) entries per column, not by sorting one long row
-        z, y_g = _full_cg(qp, P, x, free, rep, hubs, C.tocsc(), d, q_u, up, expand, cache,
-                          rtol, deadline, progress)
-    x_new = expand(z) + off
-    g_k = P_k.T @ x_new + qp.q[k] + (C_x.T @ y_g)[k]
-    y = np.zeros(m)
-    y[general] = y_g
-    y[t_rows] = -a_k * g_k
-    return x_new, y
+    schur = None
+    if len(general) * n <= DENSE_GENERAL:
+        # C_x Z on the free coordinates, dense (a tied column merged into its hub's)
+        C_Z = np.stack([up(row) for row in C_x.toarray()]) if len(general) else \
+            np.zeros((0, n))
+        schur = _schur_operator(qp, cache, free, k, h, hubs, C_Z, d, q_u)
+        del C_Z
+    C = None
+    if schur is None:                             # the same as triplets, for _full_cg
+        C = C_x.tocoo()
+        cols = rep[C.col]
+        keep = free[cols]
+        C = sp.coo_matrix((C.data[keep], (C.row[keep], cols[keep])), shape=C_x.shape)
+    red = dict(qp=qp, key=key, bounds=rhs_bounds.copy(), fixed=fixed, x_fixed=x[fixed],
+               m=m, k=k, t_rows=t_rows, a_k=a_k, general=general, hubs=hubs, rep=rep,
+               off=off, free=free, C=C, C_x=C_x, d=d, P_k=P_k, q_u=q_u, up=up,
+               expand=expand, g_size=float(np.abs(q_u).max()), schur=schur)
+    cache["pcg_last"] = red
+    return red
 
 
 def _full_cg(qp, P, x, free, rep, hubs, C, d, q_u, up, expand, cache, rtol, deadline,
@@ -213,7 +267,9 @@ def _split(qp: QP, cache: dict):
     diagonal entries, which the products then ignore), so ``P_EF @ x_F``
     gathers from, and ``P_EF' @ u`` scatters into, a vector of size
     ``|F| + 1`` (K + 3 for the clipped-linear fit: it stays in cache, unlike
-    the 10^6-long vectors of a product with all of ``P``)."""
+    the 10^6-long vectors of a product with all of ``P``). ``cell_value`` is
+    the value all off-diagonal entries of ``P_EF`` share (-2 in a plain fit),
+    or None (weights): with it, ``diag(S)`` needs no array of squares."""
     if "split" in cache:
         return cache["split"]
     out = None
@@ -242,16 +298,20 @@ def _split(qp: QP, cache: dict):
         P_FF.resize((nF + 1, nF + 1))
         pos_E = np.full(n, -1, dtype=np.int64)
         pos_E[E] = np.arange(len(E))
+        # the one value of P's cells (the off-diagonal entries of P_EF), if any
+        cells = P_EF.data[P_EF.indices != nF]
+        p_cell = float(cells[0]) if len(cells) and np.all(cells == cells[0]) else None
+        del cells
         if np.all(d_E > 0):
             out = dict(E=E, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F,
-                       pos_E=pos_E, P_EF=P_EF, P_FF=P_FF, P_FF_diag=P_FF.diagonal())
+                       pos_E=pos_E, P_EF=P_EF, P_FF=P_FF, P_FF_diag=P_FF.diagonal(),
+                       cell_value=p_cell)
     cache["split"] = out
     return out
 
 
-def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.ndarray,
-                    h: np.ndarray, hubs: np.ndarray, C: sp.coo_matrix, d: np.ndarray,
-                    q_u: np.ndarray):
+def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.ndarray,
+                    hubs: np.ndarray, C: np.ndarray, d: np.ndarray, q_u: np.ndarray):
     """The reduced KKT system of one active set with ``E`` eliminated exactly.
 
     With ``H = Z'PZ = [[D, B'], [B, H_RR]]`` on the free coordinates (``D``
@@ -266,7 +326,8 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
     symmetric positive definite, of size K + 2 here; ``M v`` costs one
     gather and one scatter over the cells, and ``M z_R - rhs`` is exactly the
     projected gradient of the full system (the rows of ``E`` and ``C`` hold
-    exactly). None when ``qp`` has no eliminable block or ``T`` is singular.
+    exactly). ``C`` is dense, ``C_x Z`` on all variables (zero off the free
+    ones). None when ``qp`` has no eliminable block or ``T`` is singular.
     """
     s = _split(qp, cache)
     if s is None:
@@ -302,24 +363,14 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
 
     g_E = q_u[E] * free_E
     g_R = np.r_[q_u[F], 0.0] * free_F
-    # C's columns: on E (free items: each once per row, rows in order) as CSR
-    # arrays, no conversion; on F (agents and hubs, where tied columns repeat
-    # their hub's) summed, dense
+    # C (dense, on all n coordinates, zero off the free ones): its columns on
+    # E and on F (agents and hubs; a last, dummy column for the products)
     n_g = C.shape[0]
-    in_E = is_E[C.col]
-    C_E = sp.csr_matrix((C.data[in_E], s["pos_E"][C.col[in_E]],
-                         np.searchsorted(C.row[in_E], np.arange(n_g + 1))), shape=(n_g, len(E)))
-    C_E_dense = C_E.toarray()
-    in_F = ~in_E
-    C_t = np.bincount(C.row[in_F].astype(np.int64) * (nF + 1) + pos_F[C.col[in_F]],
-                      weights=C.data[in_F],
-                      minlength=n_g * (nF + 1)).reshape(n_g, nF + 1)
-    del in_E, in_F
+    C_E = C[:, E]
+    C_t = np.zeros((n_g, nF + 1))
+    C_t[:, :nF] = C[:, F]
     if n_g:
-        C_E_scaled = C_E.copy()                # C_E D^-1, scaled in place (no broadcasting)
-        C_E_scaled.data *= inv_d[C_E.indices]
-        T = C_E_scaled @ C_E_dense.T
-        del C_E_scaled
+        T = (C_E * inv_d) @ C_E.T
         try:
             L = np.linalg.cholesky(T)
         except np.linalg.LinAlgError:
@@ -327,21 +378,31 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
         if np.diag(L).min() <= 1e-12 * np.diag(L).max():
             return None
         T_inv = np.linalg.inv(T)
-    # B D^-1 [C_E', g_E] (for C~ and rhs): one scatter pass per column
-    B_scaled = np.stack([up(P_EF_T @ (u * inv_d))
-                         for u in [*C_E_dense, g_E]], axis=1)
-    del C_E_dense
+    # B D^-1 [C_E', g_E] (for C~ and rhs) and, when all of P's cells hold one
+    # value p (a plain fit: p = -2), the sums for diag(S) below as p B D^-1 1:
+    # one scatter pass over the cells for all the columns
+    p_cell = s["cell_value"]
+    U = np.empty((len(E), n_g + 1 + (p_cell is not None)))
+    U[:, :n_g] = C_E.T
+    U[:, n_g] = g_E
+    U[:, n_g + 1:] = 1.0
+    U *= inv_d[:, None]
+    BU = P_EF_T @ U
+    del U
+    B_scaled = np.stack([up(BU[:, c]) for c in range(n_g + 1)], axis=1)
     C_t = (C_t - B_scaled[:, :n_g].T) * free_F
     r_y = d + C_E @ (g_E * inv_d)
     T_inv = T_inv if n_g else np.zeros((0, 0))
     rhs = -g_R + B_scaled[:, n_g] + C_t.T @ (T_inv @ r_y)
-    v0 = np.zeros(nF + 1)                  # the warm start: the current point
-    v0[:nF] = x[F]
-    v0 *= free_F
     # diag(S) on the agents: P_ii - sum_j P_ij^2 / d_j (squares held only here)
-    squares = sp.csr_matrix((P_EF.data ** 2, P_EF.indices, P_EF.indptr), shape=P_EF.shape)
-    diag = np.r_[s["P_FF_diag"][:nF], 0.0] - squares.T @ inv_d
-    del squares
+    if p_cell is not None:
+        sums = p_cell * BU[:, n_g + 1]
+    else:
+        squares = sp.csr_matrix((P_EF.data ** 2, P_EF.indices, P_EF.indptr), shape=P_EF.shape)
+        sums = squares.T @ inv_d
+        del squares
+    del BU
+    diag = np.r_[s["P_FF_diag"][:nF], 0.0] - sums
     # a hub's entry: its members' own entries (tied agents' Schur diagonal,
     # tied items' d_j), an estimate without the cross terms (no pass)
     diag[pos_F[hubs]] = 0.0
@@ -360,18 +421,25 @@ def _schur_operator(qp: QP, cache: dict, x: np.ndarray, free: np.ndarray, k: np.
         z[E] = -(g_E + P_EF @ expand(v) + C_E.T @ y) * inv_d
         return z, y
 
+    def start(x):                          # the warm start: the current point
+        v0 = np.zeros(nF + 1)
+        v0[:nF] = x[F]
+        v0 *= free_F
+        return v0
+
     return dict(M=M, rhs=rhs, minv=np.where(free_F, 1.0 / np.where(free_F, diag, 1.0), 0.0),
-                v0=v0, recover=recover)
+                start=start, recover=recover)
 
 
-def _schur_cg(op: dict, rtol: float, g_size: float, deadline: float, progress):
+def _schur_cg(op: dict, x: np.ndarray, rtol: float, g_size: float, deadline: float,
+              progress):
     """PCG on ``M z_R = rhs`` of :func:`_schur_operator` from the current
-    point (warm start), preconditioned by ``diag(M)`` (a hub's entry estimated from its
+    point ``x`` (warm start), preconditioned by ``diag(M)`` (a hub's entry estimated from its
     members' entries): ``(z, y_general)``.
     Stops when ``max |rhs - M z_R|`` (the projected gradient of the full
     system) is below ``rtol`` times the largest of 1, the linear term
     (``g_size``), ``rhs`` and ``M z_R``, or stops falling."""
-    M, rhs, minv, v = op["M"], op["rhs"], op["minv"], op["v0"]
+    M, rhs, minv, v = op["M"], op["rhs"], op["minv"], op["start"](x)
     Mv = M(v)
     r = rhs - Mv
     target = rtol * max(1.0, g_size, float(np.abs(rhs).max()), float(np.abs(Mv).max()))

@@ -38,11 +38,15 @@ about ``1 - 10 / n_items``). With a slope prior the variance step also weighs
 the prior on the mapped-back slopes ``a sqrt(v)`` (a one-dimensional concave
 maximisation); without that the iteration stopped short of the penalised
 optimum (marginal score 0.03-0.17 at the returned point). The EM map is
-accelerated by SQUAREM (Varadhan and Roland 2008, scheme S3, extrapolating in
-``(log a, d)``) with a monotone safeguard: an extrapolated point whose
-penalised log-likelihood is below the cycle's start falls back to two plain EM
-steps. On 100 x 5000 with half the cells missing that takes 16 E-steps where
-plain PX-EM took 29-34, and the returned point zeroes the score to ~1e-9.
+accelerated by Anderson mixing (:mod:`~.anderson`, depth 5, extrapolating in
+``(log a, d)``; plain EM while a step shrinks the change to under a quarter of
+the last) with a monotone safeguard: an extrapolated point whose penalised
+log-likelihood is below the best so far is replaced by the EM image of the last
+accepted point. Unlike SQUAREM (three E-steps per cycle, used up to session 5)
+every E-step is both an extrapolation and a convergence check: 2PL E-steps
+(SQUAREM -> Anderson) 17 -> 12 on 300 x 20,000 with half the cells missing,
+17 -> 12 on 100 x 5,000, 23 -> 19 on ChemBench, 43 -> 38 on PSN-IRT; the Rasch
+fits converge fast and stay plain EM (5-6 E-steps).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from evalcert.errors import ConvergenceError, InputError
+from evalcert.solvers.irt.anderson import Anderson
 from evalcert.solvers.irt.base import progress_bar
 from evalcert.solvers.irt.louis import observed_information
 from evalcert.solvers.irt.marginal import diverging_slopes
@@ -62,6 +67,10 @@ __all__ = ["mml_em", "auto_n_quad", "QUADRATURES"]
 QUADRATURES = ("auto", "adaptive", "grid")
 #: pure-ML slopes beyond this (per sd of ability) are taken as running away to infinity
 SLOPE_LIMIT = 10.0
+#: once an EM step changes the parameters by less than this, the M-step's Newton step
+#: reuses the last curvatures (2PL: the E-step counts of ChemBench, 100 x 5000, PSN-IRT are
+#: unchanged, 40% of the E-steps skip about a quarter of their work)
+STALE_CURVATURE = 3e-3
 
 
 def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: int,
@@ -135,9 +144,18 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     log_a = common_slope or slope_prec > 0          # extrapolate in log a: slopes stay > 0
     M = a.size
 
-    def em(a, d, mu, sd):
-        """One EM map, and the objective (log-likelihood + log prior) at its input ``(a, d)``."""
-        s = estep(a, d, mu, sd)
+    curvature: dict[str, np.ndarray] = {}
+
+    def em(a, d, mu, sd, fresh=True):
+        """One EM map, and the objective (log-likelihood + log prior) at its input ``(a, d)``.
+
+        ``fresh=False``: the M-step's Newton step reuses the last curvatures (the
+        fixed point depends only on the scores; the E-step saves about a quarter)."""
+        s = estep(a, d, mu, sd, curvature=fresh or not curvature)
+        if s["h0"] is None:
+            s.update(curvature)
+        else:
+            curvature.update(h0=s["h0"], h1=s["h1"], h2=s["h2"])
         prior = 0.5 * slope_prec * float(np.sum(np.log(a) ** 2)) if slope_prec > 0 else 0.0
         step = _m_step(s, a, d, weights, n_models, common_slope, slope_prec)
         return (*step, s, s["loglik"] - prior)
@@ -145,10 +163,15 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     def pack(a, d):
         return np.concatenate([np.log(a) if log_a else a, d])
 
-    n_iter, max_step, last_change = 0, 4.0, np.inf
+    # Anderson acceleration (:mod:`~.anderson`) around the EM map, plain EM while EM
+    # converges fast (change < 1/4 of the last), and a monotone safeguard: an
+    # extrapolated point whose penalised log-likelihood is below the best so far
+    # is dropped for the EM image of the last accepted point, with a fresh history
+    accel = Anderson(depth=5)
+    n_iter, last_change, best, fallback = 0, np.inf, -np.inf, None
     bar = progress_bar(verbose, max_iter, what)
-    while True:     # SQUAREM (Varadhan and Roland 2008, scheme S3) around the EM map
-        a1, d1, mu1, sd1, s, obj0 = em(a, d, mu, sd)
+    while True:
+        a1, d1, mu1, sd1, s, obj = em(a, d, mu, sd, fresh=not last_change < STALE_CURVATURE)
         n_iter += 1
         _check_slopes(a1, d1, what, item_names, pure_ml=slope_prec == 0 and not common_slope)
         change = max(np.max(np.abs(d1 - d)), np.max(np.abs(a1 - a)))
@@ -165,27 +188,17 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
                                    "40,000, where the 2PL slopes are barely identified); "
                                    "the Rasch model converges quickly there",
                                    solver="em", status="max_iter")
-        fast, last_change = change < 0.25 * last_change, change
-        if fast or n_iter + 2 > max_iter:   # plain EM while it converges fast (or no room)
-            a, d, mu, sd = a1, d1, mu1, sd1
+        if fallback is not None and not obj >= best - 1e-10 * abs(best):  # NaN: lost too
+            a, d, mu, sd = fallback
+            fallback, last_change = None, np.inf
+            accel.clear()
             continue
-        a2, d2, mu2, sd2, *_ = em(a1, d1, mu1, sd1)
-        x0 = pack(a, d)
-        r = pack(a1, d1) - x0
-        v = pack(a2, d2) - x0 - 2 * r
-        alpha = -np.sqrt((r @ r) / (v @ v)) if v @ v > 0 else -1.0
-        alpha = float(np.clip(alpha, -max_step, -0.1))
-        x = x0 - 2 * alpha * r + alpha ** 2 * v
-        ap, dp = (np.exp(x[:M]) if log_a else x[:M]), x[M:]
-        a3, d3, mu3, sd3, _, obj = em(ap, dp, mu2, sd2)
-        n_iter += 2
-        bar.update(2)
-        if np.isfinite(obj) and obj >= obj0 - 1e-10 * abs(obj0):    # monotone safeguard
-            a, d, mu, sd = a3, d3, mu3, sd3
-            max_step = 4 * max_step if alpha == -max_step else max_step
-        else:                                   # extrapolation lost ground: two EM steps
-            a, d, mu, sd = a2, d2, mu2, sd2
-            max_step = max(1.0, max_step / 4)
+        best = max(best, obj)
+        fast, last_change = change < 0.25 * last_change, change
+        x = accel.step(pack(a, d), pack(a1, d1), extrapolate=not fast)
+        fallback = None if fast else (a1, d1, mu1, sd1)
+        a, d, mu, sd = ((a1, d1) if fast else ((np.exp(x[:M]) if log_a else x[:M]), x[M:])
+                        ) + (mu1, sd1)
     bar.close()
     eap, psd = estep.per_model(mu), estep.per_model(sd)
     if not standard_errors:
@@ -265,9 +278,10 @@ def _m_step(s: dict[str, Any], a: np.ndarray, d: np.ndarray, weights: np.ndarray
     if slope_prec > 0 and not common_slope:
         # the prior is on the reduced slopes a sqrt(v): the v-step maximises
         # -n/2 (u + v_hat e^-u) - prec/2 sum (log a + u/2)^2 over u = log v (concave)
-        u, log_a = np.log(v), np.log(a)
+        u, sum_log_a = np.log(v), float(np.sum(np.log(a)))
         for _ in range(50):
-            grad = 0.5 * n_models * (v * np.exp(-u) - 1) - 0.5 * slope_prec * np.sum(log_a + u / 2)
+            grad = (0.5 * n_models * (v * np.exp(-u) - 1)
+                    - 0.5 * slope_prec * (sum_log_a + a.size * u / 2))
             step = grad / (0.5 * n_models * v * np.exp(-u) + 0.25 * slope_prec * a.size)
             u += step
             if abs(step) < 1e-15:

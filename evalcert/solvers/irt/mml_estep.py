@@ -4,8 +4,10 @@
 on the observed cells; ``_CompleteEStep`` shares one grid (or pools models by raw
 score) when every model answered every item. Both return, for item parameters
 ``(a, d)`` and node placements ``(mu, sd)``, the new posterior means and sds, the
-expected complete-data scores ``g0, g1`` and curvatures ``h0, h1, h2`` per item,
-and the marginal log-likelihood at ``(a, d)``.
+expected complete-data scores ``g0, g1`` and curvatures ``h0, h1, h2`` per item
+(None when called with ``curvature=False``: the M-step then reuses older ones,
+and the E-step skips about a quarter of its work), and the marginal
+log-likelihood at ``(a, d)``.
 """
 
 from __future__ import annotations
@@ -104,19 +106,21 @@ class _AdaptiveEStep:
         return f"adaptive Gauss-Hermite, {self.z.size} nodes per model"
 
     def __call__(self, a: np.ndarray, d: np.ndarray, mu: np.ndarray,
-                 sd: np.ndarray) -> dict[str, Any]:
+                 sd: np.ndarray, curvature: bool = True) -> dict[str, Any]:
         N = self.shape[0]
         new_mu, new_sd, ll = np.empty(N), np.empty(N), np.empty(N)
         # per cell: y t, sum_q w p (1, t), w p (1 - p) (1, t, t^2); rows of disjoint blocks
-        cell = np.empty((max(c1 - c0 for c0, c1, *_ in self.groups), 6))
-        sums = np.zeros((self.shape[1], 6))
+        # (the last three only with ``curvature``: the block reads the width of ``cell``)
+        width = 6 if curvature else 3
+        cell = np.empty((max(c1 - c0 for c0, c1, *_ in self.groups), width))
+        sums = np.zeros((self.shape[1], width))
         for c0, c1, inner, to_items in self.groups:
             out = (new_mu, new_sd, ll, cell, c0)
             # blocks write disjoint slices of ``out``: any thread count gives the same bits
             map_blocks(lambda block: self._block(*block, a, d, mu, sd, out), inner,
                        self.threads)
             sums += to_items @ cell[:c1 - c0]     # (M, 6) sums over each item's cells
-        h0, h1, h2 = sums[:, 3], sums[:, 4], sums[:, 5]
+        h0, h1, h2 = (sums[:, 3], sums[:, 4], sums[:, 5]) if curvature else (None,) * 3
         return {"mu": new_mu, "sd": new_sd, "g0": self.ones - sums[:, 1],
                 "g1": sums[:, 0] - sums[:, 2], "h0": h0, "h1": h1, "h2": h2,
                 "loglik": float(ll.sum())}
@@ -135,8 +139,7 @@ class _AdaptiveEStep:
         m_c, s_c = np.repeat(mu[lo:hi], counts), np.repeat(sd[lo:hi], counts)
         base, slope = ac * m_c + dc, ac * s_c
         # (Q, cells): log(1 + e^eta), p and 1 - p from one exp (see _logistic)
-        e = np.multiply.outer(z, slope)
-        e += base
+        e = self.Z2.T @ np.vstack([base, slope])                  # base + z slope
         if np.max(np.abs(base) + z[-1] * np.abs(slope)) > 700:   # exp(700) < inf
             np.clip(e, -700.0, 700.0, out=e)
         np.exp(e, out=e)
@@ -158,12 +161,14 @@ class _AdaptiveEStep:
         wp = np.repeat(post.T, counts, axis=1)                      # (Q, cells)
         wp *= e                                                     # w p
         S = self.Z2 @ wp                                            # sum_q w p (1, z)
-        wp *= q                                                     # w p (1 - p)
-        H = self.Z3 @ wp
         block = cell[c0 - offset:c1 - offset]
         block[:, 0] = y * np.repeat(m, counts)
         block[:, 1] = S[0]
         block[:, 2] = m_c * S[0] + s_c * S[1]
+        if cell.shape[1] == 3:                                      # no curvature this time
+            return
+        wp *= q                                                     # w p (1 - p)
+        H = self.Z3 @ wp
         block[:, 3] = H[0]
         block[:, 4] = m_c * H[0] + s_c * H[1]
         block[:, 5] = m_c ** 2 * H[0] + 2 * m_c * s_c * H[1] + s_c ** 2 * H[2]
@@ -207,20 +212,23 @@ class _CompleteEStep:
         """Laplace approximation (mode, curvature) of every group's posterior.
 
         Newton starts from the standardised logits of the groups' raw scores,
-        two of its six iterations closer than 0 on 2PL 100 x 5000.
+        two of its six iterations closer than 0 on 2PL 100 x 5000, and stops at
+        1e-2 posterior sd (the first E-step re-centres the nodes; the E-step
+        counts on ChemBench, 100 x 5000 and the Rasch model are those of 1e-6).
         """
         hits = self.hits.sum(1) / self.weights
         return self._laplace(a, d, self.hits @ a / self.weights,
-                             _start(hits, np.full(hits.size, float(a.size)))[0])
+                             _start(hits, np.full(hits.size, float(a.size)))[0], tol=1e-2)
 
     def _laplace(self, a: np.ndarray, d: np.ndarray, t: np.ndarray,
-                 z: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                 z: np.ndarray | None = None,
+                 tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
         """Posterior modes and ``1/sqrt(curvature)`` for person statistics ``t``.
 
         The log posterior ``t z - sum_j softplus(a_j z + d_j) - z^2 / 2`` is
         strictly concave; its mode solves a decreasing equation whose root lies
         in ``|z| <= sum |a_j|``, found by Newton's method (from ``z``, default 0)
-        safeguarded by bisection.
+        safeguarded by bisection, until a step is below ``tol`` posterior sds.
         """
         bound = np.abs(a).sum() + 1.0
         lo, hi = np.full(t.size, -bound), np.full(t.size, bound)
@@ -238,7 +246,7 @@ class _CompleteEStep:
             lo, hi = np.where(grad > 0, z, lo), np.where(grad > 0, hi, z)
             new = z + grad / curv
             new = np.where((new >= lo) & (new <= hi), new, 0.5 * (lo + hi))
-            done = np.max(np.abs(new - z) * np.sqrt(curv)) < 1e-6
+            done = np.max(np.abs(new - z) * np.sqrt(curv)) < tol
             z = new
             if done:
                 break
@@ -264,8 +272,9 @@ class _CompleteEStep:
         return theta, self.gh_log_w + np.log(sd)[:, None] - 0.5 * theta ** 2
 
     def __call__(self, a: np.ndarray, d: np.ndarray, mu: np.ndarray,
-                 sd: np.ndarray) -> dict[str, Any]:
+                 sd: np.ndarray, curvature: bool = True) -> dict[str, Any]:
         t = self.hits @ a / self.weights
+        ad = np.column_stack([a, d])
         for attempt in range(4):
             nodes, log_base = self._nodes(mu, sd)
             flat = nodes.ravel()
@@ -274,9 +283,10 @@ class _CompleteEStep:
             threads = resolve_threads(self.n_threads, len(chunks), a.size * flat.size)
             keep = a.size * flat.size <= _CHUNK         # keep p and 1 - p for the second pass
             bound = float(np.max(np.abs(a)) * np.max(np.abs(flat)) + np.max(np.abs(d)))
+            nodes1 = np.vstack([flat, np.ones_like(flat)])
 
-            def softplus_sums(c, flat=flat, keep=keep, bound=bound):
-                log1p_exp, p, q = _logistic(a[c], d[c], flat, bound)
+            def softplus_sums(c, nodes1=nodes1, keep=keep, bound=bound):
+                log1p_exp, p, q = _logistic(ad[c], nodes1, bound)
                 return log1p_exp, ((p, q) if keep else None)
 
             parts = map_blocks(softplus_sums, chunks, threads)
@@ -316,22 +326,27 @@ class _CompleteEStep:
 
         def item_sums(i):
             c = chunks[i]
-            p, q = parts[i][1] if keep else _logistic(a[c], d[c], flat, bound)[1:]
+            p, q = parts[i][1] if keep else _logistic(ad[c], nodes1, bound)[1:]
             stats[c, :2] = p @ first                    # sum_k N_k p (1, z_k)
+            if not curvature:
+                return
             p *= q                                      # p (1 - p), in place (no longer kept)
             stats[c, 2:] = p @ second                   # sum_k N_k p (1 - p) (1, z_k, z_k^2)
 
         map_blocks(item_sums, range(len(chunks)), threads)
         return {"mu": new_mu, "sd": new_sd, "g0": self.ones - stats[:, 0],
-                "g1": self.hits.T @ new_mu - stats[:, 1], "h0": stats[:, 2],
-                "h1": stats[:, 3], "h2": stats[:, 4],
+                "g1": self.hits.T @ new_mu - stats[:, 1],
+                **dict(zip(("h0", "h1", "h2"), stats[:, 2:].T if curvature else (None,) * 3)),
                 "loglik": float(self.weights @ ll_g + self.ones @ d)}
 
 
-def _logistic(a: np.ndarray, d: np.ndarray, nodes: np.ndarray,
+def _logistic(ad: np.ndarray, nodes1: np.ndarray,
               bound: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``sum_j log(1 + e^eta_j)``, ``p = sigma(eta)`` and ``1 - p`` of ``eta = a z + d``, one ``exp``.
 
+    ``ad`` holds the items' ``(a_j, d_j)`` as rows and ``nodes1`` the rows
+    ``(z, 1)``, so ``eta = ad @ nodes1`` is one small matrix product (5x faster
+    than an outer product plus a broadcast sum on ~150 nodes).
     ``p`` and ``1 - p`` are ``(items, nodes)``; the first output sums over
     items, per node. ``p = e q`` and ``q = 1 / (1 + e)`` (``e = e^eta``) keep
     their relative precision in both tails, and ``log(1 + e)`` is within an
@@ -344,20 +359,19 @@ def _logistic(a: np.ndarray, d: np.ndarray, nodes: np.ndarray,
 
     Examples
     --------
-    >>> s, p, q = _logistic(np.array([1.0]), np.array([0.0]), np.array([0.0, 40.0]), 40.0)
+    >>> s, p, q = _logistic(np.array([[1.0, 0.0]]), np.array([[0.0, 40.0], [1.0, 1.0]]), 40.0)
     >>> np.round(s, 4).tolist(), float(p[0, 0]), bool(abs(q[0, 1] / np.exp(-40.0) - 1) < 1e-15)
     ([0.6931, 40.0], 0.5, True)
     """
-    e = np.multiply.outer(a, nodes)
-    e += d[:, None]
+    e = ad @ nodes1
     if bound > 700:
         np.clip(e, -700.0, 700.0, out=e)
     np.exp(e, out=e)
     q = e + 1.0
     R = max(1, int(700 // (min(bound, 700.0) + 1.0)))
-    whole = a.size // R * R
-    sums = np.log(np.multiply.reduce(q[:whole].reshape(-1, R, nodes.size), axis=1)).sum(0)
-    if whole < a.size:
+    whole = ad.shape[0] // R * R
+    sums = np.log(np.multiply.reduce(q[:whole].reshape(-1, R, q.shape[1]), axis=1)).sum(0)
+    if whole < ad.shape[0]:
         sums += np.log(q[whole:]).sum(0)
     np.reciprocal(q, out=q)
     e *= q

@@ -18,8 +18,9 @@ find a dimension that is not ability) or when there are fewer than
 :data:`FEW_MODELS` models; when a slope passes :data:`~.mml.SLOPE_LIMIT` the
 MLE does not exist (the models split that item perfectly) and the fit stops
 early with a :class:`ConvergenceError` naming the items (on ChemBench, 22
-models, 108 items). Standard errors come from the observed-data
-information (Louis's identity, :mod:`~.louis`), not EM's complete-data one.
+models, ~100 items past the limit when it stops). Standard errors come from
+the observed-data information (Louis's identity, :mod:`~.louis`), not EM's
+complete-data one.
 
 With few models and many items the slope prior, not the ``N(0, 1)`` ability
 distribution, sets the scale: the prior holds the typical slope near 1, so the

@@ -1,5 +1,5 @@
 """Marginal ML on observed cells (issue 12, items 1, 2, 4): the blocked E-step, the item
-blocks of the observed information, SQUAREM with the slope prior, node choice, divergence."""
+blocks of the observed information, accelerated EM with the slope prior, node choice, divergence."""
 
 import numpy as np
 import pytest
@@ -97,7 +97,7 @@ def test_slope_prior_fit_is_stationary():
     assert np.max(np.abs(s["g1"] - 4.0 * np.log(out["a"]) / out["a"])) < 1e-6
 
 
-def test_squarem_reaches_the_marginal_ml_of_a_fine_grid():
+def test_accelerated_em_reaches_the_marginal_ml_of_a_fine_grid():
     # pure ML on data with missing cells: the fitted point maximises the marginal
     # likelihood computed independently on a 2001-node grid (no EM, no adaptive nodes)
     Y, O, *_ = _masked(300, 12, 0.3, seed=43)
