@@ -412,7 +412,7 @@ class ScoreMatrix:
         n_comp = int(max(lab_r.max(), lab_c.max()) + 1)
         sizes = list(zip(np.bincount(lab_r, minlength=n_comp).tolist(),
                          np.bincount(lab_c, minlength=n_comp).tolist()))
-        agent_deg = np.bincount(rows, minlength=K)
+        agent_deg = np.diff(np.searchsorted(rows, np.arange(K + 1)))   # cells are row-major
         item_deg = np.bincount(cols, minlength=J)
         return ConnectivityReport(
             n_components=n_comp, component_sizes=[tuple(s) for s in sizes],

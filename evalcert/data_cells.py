@@ -50,7 +50,7 @@ def bipartite_components(rows: np.ndarray, cols: np.ndarray,
     # agent -> item edges written straight as CSR (cells grouped by agent): no
     # COO sort; weak components of the directed graph are the bipartite ones
     indptr = np.zeros(K + J + 1, dtype=itype)
-    np.cumsum(np.bincount(rows, minlength=K), out=indptr[1:K + 1])
+    indptr[1:K + 1] = np.searchsorted(rows, np.arange(1, K + 1))   # rows sorted: no pass
     indptr[K + 1:] = n_cells
     indices = np.add(cols, K, dtype=itype)
     graph = sp.csr_matrix((np.ones(n_cells), indices, indptr), shape=(K + J, K + J))
