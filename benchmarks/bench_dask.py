@@ -141,7 +141,7 @@ def timed(fn, **kw):
 
 def refit_cost(S) -> None:
     """One bootstrap refit at this size: warm-started from the full-data fit and cold."""
-    from evalcert.diagnostics.bootstrap import resample_weights
+    from evalcert.diagnostics.bootstrap import connected_resample
     from evalcert.diagnostics.sampling import holdout_on_cells
     from evalcert.solvers import ClippedLinear
 
@@ -149,7 +149,7 @@ def refit_cost(S) -> None:
     S_train = S.restrict(~hold)
     n = S_train.n_observed
     child = np.random.SeedSequence(1).spawn(1)[0]        # replicate 0 of the bootstrap
-    weight = resample_weights(np.random.default_rng(child), n)
+    weight, _ = connected_resample(np.random.default_rng(child), S_train)
     model = ClippedLinear(solver="native")
     _, w_full, c_full = timed(model.fit, S=S_train)
     _, w_warm, c_warm = timed(model.fit, S=S_train, sample_weight=weight)

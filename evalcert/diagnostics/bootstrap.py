@@ -50,7 +50,8 @@ from evalcert.errors import EvalcertError, InputError
 from evalcert.parallel import Backend, dask_client, parallel_map
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["METRICS", "BootstrapResult", "bootstrap_fidelity", "resample_weights"]
+__all__ = ["METRICS", "BootstrapResult", "bootstrap_fidelity", "connected_resample",
+           "resample_weights"]
 
 METRICS = ("rmse", "spearman", "kendall", "auc")
 _MAX_REDRAWS = 100
@@ -180,28 +181,43 @@ def resample_weights(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.bincount(rng.integers(0, n, n), minlength=n).astype(float)
 
 
+def connected_resample(rng: np.random.Generator, S_train: ScoreMatrix) -> tuple[np.ndarray, int]:
+    """One bootstrap replicate's cell weights (:func:`resample_weights` over
+    ``S_train.cells()``), drawn again until the resampled cells connect every
+    agent and item (at most 100 draws); return the weights and the redraws.
+
+    Raises :class:`~evalcert.errors.InputError` when 100 draws in a row fail.
+
+    Examples
+    --------
+    >>> from evalcert.data import ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.zeros((3, 4)))
+    >>> w, redraws = connected_resample(np.random.default_rng(0), S)
+    >>> len(w), float(w.sum()), redraws >= 0
+    (12, 12.0, True)
+    """
+    rows, cols, _ = S_train.cells()
+    for redraws in range(_MAX_REDRAWS):
+        weight = resample_weights(rng, len(rows))
+        used = weight > 0
+        lr, lc = bipartite_components(rows[used], cols[used], S_train.shape)
+        if max(lr.max(), lc.max()) == 0:
+            return weight, redraws
+    raise InputError(f"{_MAX_REDRAWS} resamples in a row left an agent or item without "
+                     "cells or split the design; use a denser (d-core >= 3) design")
+
+
 def _replicates(seeds: list[np.random.SeedSequence], run: _Run
                 ) -> list[tuple[FidelityMetrics, int]]:
     """Refit this thread's model once per seed on multinomially resampled training cells."""
     model, S_train = _worker_state(run)
-    rows, cols, _ = S_train.cells()
-    n = len(rows)
     # checked here for every model; a model that checks too is told it holds
     assume_connected = getattr(model, "_assume_connected", None)
     out = []
     for child in seeds:
-        rng = np.random.default_rng(child)
-        for redraws in range(_MAX_REDRAWS):
-            weight = resample_weights(rng, n)
-            used = weight > 0
-            lr, lc = bipartite_components(rows[used], cols[used], run.S.shape)
-            if max(lr.max(), lc.max()) == 0:
-                break
-        else:
-            raise InputError(f"{_MAX_REDRAWS} resamples in a row left an agent or item without "
-                             "cells or split the design; use a denser (d-core >= 3) design")
+        weight, redraws = connected_resample(np.random.default_rng(child), S_train)
         if assume_connected is not None:
-            assume_connected(used)
+            assume_connected(weight > 0)
         model.fit(S_train, sample_weight=weight)
         out.append((run.metrics(model), redraws))
     return out
