@@ -287,8 +287,12 @@ class ScoreMatrix:
                              + _list_cells(self._names(r[out], c[out]), len(out))
                              + f" (first value {s[out[0]]!r}); rescale the scores or pass "
                              "bounds=(lo, hi); evalcert never clips input silently")
-        for kind, idx, n, names in (("agents", r, K, self.agents), ("items", c, J, self.items)):
-            empty = np.flatnonzero(np.bincount(idx, minlength=n) == 0)
+        # cells per agent from the row-major order (a search per agent, no pass
+        # over the cells); per item one bincount
+        per_agent = np.diff(np.searchsorted(r, np.arange(K + 1)))
+        for kind, per, names in (("agents", per_agent, self.agents),
+                                 ("items", np.bincount(c, minlength=J), self.items)):
+            empty = np.flatnonzero(per == 0)
             if len(empty):
                 raise InputError(f"{kind} with no observed score: "
                                  + _list_names([names[k] for k in empty[:_MAX_LISTED]], len(empty))

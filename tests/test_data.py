@@ -358,6 +358,33 @@ def test_bipartite_components_on_unsorted_cells_match_a_union_find(seed):
     assert np.sum(labels == 0) == np.max(np.bincount(labels))
 
 
+
+def _components_of_the_whole_graph(rows, cols, K, J):
+    """The reference: scipy's components of the bipartite graph on all K + J
+    nodes (the code before session 6's agent graph), relabelled the same way."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    graph = sp.coo_matrix((np.ones(len(rows)), (rows, K + cols)), shape=(K + J, K + J))
+    n, labels = connected_components(graph, directed=False)
+    relabel = np.empty(n, dtype=np.int64)
+    relabel[np.argsort(-np.bincount(labels, minlength=n), kind="stable")] = np.arange(n)
+    return relabel[labels][:K], relabel[labels][K:]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_bipartite_components_on_the_agent_graph_equal_the_whole_graphs_labels(seed):
+    """Session 6: the components are found on the agents only (each item
+    joined to one agent that observed it); the labels, not just the
+    partition, equal those of the whole bipartite graph, also with agents and
+    items without cells, sizes tied, K > J and no cell at all."""
+    rng = np.random.default_rng(100 + seed)
+    K, J = int(rng.integers(1, 40)), int(rng.integers(1, 40))
+    n = int(rng.integers(0, 3 * (K + J))) if seed else 0
+    rows, cols = rng.integers(0, K, n), rng.integers(0, J, n)
+    got = bipartite_components(rows, cols, (K, J))
+    want = _components_of_the_whole_graph(rows, cols, K, J)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
 def _random_long_table(rng, n_agents, n_items, n_missing):
     """A shuffled long table with tricky names and ``n_missing`` rows of an
     unobserved pair with no score; no duplicates."""

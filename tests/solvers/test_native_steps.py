@@ -16,7 +16,7 @@ from functools import partial
 import numpy as np
 import pytest
 
-from evalcert.solvers.backends import native, native_pcg
+from evalcert.solvers.backends import native, native_pcg, native_schur
 from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import qp_certificate
 from evalcert.solvers.clipped_linear_qp import build_qp, centre_free_aux, initial_point
@@ -122,8 +122,8 @@ def test_settled_fires_on_a_design_whose_last_step_changes_few_rows(monkeypatch)
 def test_plain_fits_share_one_cell_value_weighted_ones_do_not():
     design, plain = _qp(0)
     _, weighted = _qp(0, weighted=True)
-    assert native_pcg._split(plain, {})["cell_value"] == -2.0
-    assert native_pcg._split(weighted, {})["cell_value"] is None
+    assert native_schur._split(plain, {})["cell_value"] == -2.0
+    assert native_schur._split(weighted, {})["cell_value"] is None
 
 
 @pytest.mark.parametrize("seed", range(2))

@@ -22,8 +22,9 @@ and ``RawSolution.path`` says so. A solve that cannot finish (budget, time,
 a KKT system not solvable to rounding) returns ``ok=False`` with the
 status, which :class:`~evalcert.solvers.ClippedLinear` raises as
 :class:`~evalcert.errors.SolverError`: never a guess. The PCG path lives in
-:mod:`~evalcert.solvers.backends.native_pcg` and the direct one in
-:mod:`~evalcert.solvers.backends.native_kkt`.
+:mod:`~evalcert.solvers.backends.native_pcg` (its Schur-complement operator
+and CG in :mod:`~evalcert.solvers.backends.native_schur`) and the direct one
+in :mod:`~evalcert.solvers.backends.native_kkt`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ import numpy as np
 from evalcert.errors import InputError
 from evalcert.solvers.backends.base import RawSolution, SolveSettings, solver_options
 from evalcert.solvers.backends.native_kkt import _kkt_solve
-from evalcert.solvers.backends.native_pcg import _pcg_kkt_solve, _TimeUp, _Unsupported
+from evalcert.solvers.backends.native_pcg import _pcg_kkt_solve, _Unsupported
+from evalcert.solvers.backends.native_schur import _TimeUp
 from evalcert.solvers.backends.native_primal import primal_active_set, violation
 from evalcert.solvers.certificates import QP
 
@@ -281,7 +283,9 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
     # method with Bland's rule (native_primal), which cannot, finishes the
     # solve from the less infeasible of the start and the last iterate (a
     # phase-1 LP makes it feasible first if needed).
-    scale = max(1.0, float(qp.P.diagonal().max()) if qp.n else 1.0)
+    if "P_diag" not in cache:       # kept for the PCG path's set-up too
+        cache["P_diag"] = qp.P.diagonal()
+    scale = max(1.0, float(cache["P_diag"].max()) if qp.n else 1.0)
     max_iter = int(opts["max_iter"])
     fallback = ""
     try:

@@ -4,16 +4,16 @@ complement of the eliminable (item) block when the QP names one, else
 projected PCG on the full system.
 
 Used by :func:`evalcert.solvers.backends.native.solve` on designs whose
-factorisation would cost more than ``native.DIRECT_FLOPS``.
+factorisation would cost more than ``native.DIRECT_FLOPS``. The Schur
+operator and its CG are in :mod:`~evalcert.solvers.backends.native_schur`.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import scipy.sparse as sp
 
+from evalcert.solvers.backends.native_schur import _CGStop, _schur_cg, _schur_operator
 from evalcert.solvers.certificates import QP
 
 __all__: list[str] = []
@@ -26,36 +26,8 @@ __all__: list[str] = []
 DENSE_GENERAL = 2 ** 22
 
 
-class _TimeUp(Exception):
-    """The time limit expired inside a KKT solve."""
-
-
 class _Unsupported(Exception):
     """The active set has a structure the PCG path does not handle."""
-
-
-class _CGStop:
-    """The stopping rule both CG loops share: stop at ``target``, or after 50
-    steps without halving the best residual; report progress; raise
-    :class:`_TimeUp` past ``deadline``."""
-
-    def __init__(self, target: float, deadline: float, progress):
-        self.target, self.deadline, self.progress = target, deadline, progress
-        self.best, self.since_best = np.inf, 0
-
-    def __call__(self, res: float) -> bool:
-        if self.progress is not None:
-            self.progress.update(1)
-            self.progress.set_postfix_str(f"pcg residual {res:.2e}", refresh=False)
-        if res <= self.target or self.since_best > 50:
-            return True
-        if res < 0.5 * self.best:
-            self.best, self.since_best = res, 0
-        else:
-            self.since_best += 1
-        if time.perf_counter() > self.deadline:
-            raise _TimeUp
-        return False
 
 
 def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray,
@@ -72,9 +44,11 @@ def _pcg_kkt_solve(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.nda
 
     When ``qp.eliminable`` names a diagonal block of ``P`` (the items of the
     clipped-linear fit), the free eliminable variables and then the
-    multipliers of ``C`` are eliminated exactly (:func:`_schur_operator`) and
+    multipliers of ``C`` are eliminated exactly
+    (:func:`~evalcert.solvers.backends.native_schur._schur_operator`) and
     conjugate gradients run on the K-square Schur complement, preconditioned
-    by its diagonal and started from the current point (:func:`_schur_cg`):
+    by its diagonal and started from the current point
+    (:func:`~evalcert.solvers.backends.native_schur._schur_cg`):
     each step is one gather and one scatter over the cells with vectors of
     size K, and it needs fewer steps than the full system (39 against 66 CG
     steps for a whole fit at 10^4 x 10^6 with 5 x 10^6 cells). Otherwise
@@ -115,14 +89,18 @@ def _reduction(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
     solve then costs its CG steps only, not the passes over item-length
     vectors (and one or two over the cells) that set the operator up. The caller
     (:func:`evalcert.solvers.backends.native.solve`) drops it at the end of
-    a solve."""
+    a solve. The tie rows of ``A`` are found once per QP (:func:`_tie_rows`,
+    kept in ``cache``); each active set only gathers its own."""
     n = qp.n
     if "A_csr" not in cache:
         # P is symmetric: its CSR view (P.T of a CSC matrix, no copy) has the
         # faster product; rows of A are sliced in CSR.
         P = qp.P.tocsc()
-        cache.update(A_csr=qp.A.tocsr(), P_rows=P.T, P_csc=P, P_diag=P.diagonal())
+        cache.update(A_csr=qp.A.tocsr(), P_rows=P.T, P_csc=P)
+        if "P_diag" not in cache:
+            cache["P_diag"] = P.diagonal()
         cache["hub"] = cache["P_diag"] == 0
+        cache["ties"] = _tie_rows(cache["A_csr"], cache["hub"])
     key = np.packbits(active).tobytes()
     last = cache.pop("pcg_last", None)
     if last is not None and last["qp"] is qp and last["key"] == key and \
@@ -131,26 +109,17 @@ def _reduction(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
         cache["pcg_last"] = last
         return last
     del last                              # before building the next one (peak memory)
-    hub = cache["hub"]
-    A_act = cache["A_csr"][active]
-    m = A_act.shape[0]
-    per_row = np.diff(A_act.indptr)
-    two = np.flatnonzero(per_row == 2)
-    start = A_act.indptr[two]
-    c0, c1 = A_act.indices[start], A_act.indices[start + 1]
-    v0, v1 = A_act.data[start], A_act.data[start + 1]
-    hub0 = hub[c0]
-    tie = (np.abs(v0) == 1) & (v0 == -v1) & (hub0 != hub[c1])
-    t_rows = two[tie]
-    c0, c1, v0, v1, hub0 = c0[tie], c1[tie], v0[tie], v1[tie], hub0[tie]
-    k = np.where(hub0, c1, c0)
-    h = np.where(hub0, c0, c1)
-    a_k = np.where(hub0, v1, v0)
-    del start, c0, c1, v0, v1, hub0
-    is_general = np.ones(m, dtype=bool)
-    is_general[t_rows] = False
-    general = np.flatnonzero(is_general)
-    hubs = np.flatnonzero(np.bincount(h, minlength=n))
+    hub, ties = cache["hub"], cache["ties"]
+    rows = np.flatnonzero(active)
+    m = len(rows)
+    is_tie = ties["is_tie"][rows]
+    t_rows = np.flatnonzero(is_tie)
+    general = np.flatnonzero(~is_tie)
+    del is_tie
+    of_tie = rows[t_rows]
+    k, h, a_k = ties["k"][of_tie], ties["h"][of_tie], ties["a"][of_tie].astype(float)
+    del of_tie
+    hubs = ties["hubs"][np.bincount(ties["hub_pos"][h], minlength=len(ties["hubs"])) > 0]
     if len(general) > 200 or len(hubs) > 8 or (len(k) and np.bincount(k).max() > 1):
         raise _Unsupported
     rep = np.arange(n)
@@ -161,9 +130,10 @@ def _reduction(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
     fixed[hubs] = False
     fixed = np.flatnonzero(fixed)
     off[fixed] = x[fixed]
-    free = rep == np.arange(n)
+    free = np.ones(n, dtype=bool)
+    free[k] = False
     free[fixed] = False
-    C_x = A_act[general]
+    C_x = cache["A_csr"][rows[general]]
     d = rhs_bounds[general] - C_x @ off
 
     groups = [(g, k[h == g]) for g in hubs]
@@ -180,7 +150,9 @@ def _reduction(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
         return out
 
     # P's columns of the tied variables (hubs have none): P off = P_k off_k, and
-    # the gradient at the tied variables is P_k' x + q_k (P is symmetric)
+    # the gradient at the tied variables is P_k' x + q_k (P is symmetric).
+    # (A third of the items at 5 x 10^6 cells: slicing them beat two products
+    # with all of P, measured.)
     P_k = cache["P_csc"][:, k]
     q_u = up(qp.q + P_k @ off[k])
     schur = None
@@ -202,6 +174,35 @@ def _reduction(qp: QP, active: np.ndarray, rhs_bounds: np.ndarray, x: np.ndarray
                expand=expand, g_size=float(np.abs(q_u).max()), schur=schur)
     cache["pcg_last"] = red
     return red
+
+
+def _tie_rows(A: sp.csr_matrix, hub: np.ndarray) -> dict:
+    """The rows of ``A`` that tie a variable to a hub, found once per QP:
+    ``x_k - x_h`` or ``x_h - x_k`` (two entries +-1) with ``x_h`` a hub and
+    ``x_k`` not. ``is_tie`` marks them; ``k``, ``h`` and ``a`` (the
+    coefficient of ``x_k``, +-1) are set on them (0 elsewhere); ``hubs`` lists
+    the hubs and ``hub_pos`` maps a variable to its place there."""
+    m = A.shape[0]
+    two = np.flatnonzero(np.diff(A.indptr) == 2)
+    start = A.indptr[two]
+    c0, c1 = A.indices[start], A.indices[start + 1]
+    v0, v1 = A.data[start], A.data[start + 1]
+    hub0 = hub[c0]
+    tie = (np.abs(v0) == 1) & (v0 == -v1) & (hub0 != hub[c1])
+    rows = two[tie]
+    c0, c1, v0, v1, hub0 = c0[tie], c1[tie], v0[tie], v1[tie], hub0[tie]
+    is_tie = np.zeros(m, dtype=bool)
+    is_tie[rows] = True
+    k = np.zeros(m, dtype=A.indices.dtype)
+    h = np.zeros(m, dtype=A.indices.dtype)
+    a = np.zeros(m, dtype=np.int8)
+    k[rows] = np.where(hub0, c1, c0)
+    h[rows] = np.where(hub0, c0, c1)
+    a[rows] = np.where(hub0, v1, v0)
+    hubs = np.flatnonzero(hub)
+    hub_pos = np.zeros(len(hub), dtype=np.int64)
+    hub_pos[hubs] = np.arange(len(hubs))
+    return dict(is_tie=is_tie, k=k, h=h, a=a, hubs=hubs, hub_pos=hub_pos)
 
 
 def _full_cg(qp, P, x, free, rep, hubs, C, d, q_u, up, expand, cache, rtol, deadline,
@@ -256,209 +257,3 @@ def _full_cg(qp, P, x, free, rep, hubs, C, d, q_u, up, expand, cache, rtol, dead
         p = -w + (rho_new / rho) * p
         rho = rho_new
     return z, y_g
-
-
-def _split(qp: QP, cache: dict):
-    """``P`` split once per QP for the item-eliminated (Schur) operator, or None.
-
-    ``E = qp.eliminable`` (``P_EE = diag(d_E)``, ``d_E > 0``), ``F`` the rest.
-    ``P_EF`` is kept as CSR with one row per eliminated variable and its
-    column indices renumbered into ``F`` (a last, dummy column receives the
-    diagonal entries, which the products then ignore), so ``P_EF @ x_F``
-    gathers from, and ``P_EF' @ u`` scatters into, a vector of size
-    ``|F| + 1`` (K + 3 for the clipped-linear fit: it stays in cache, unlike
-    the 10^6-long vectors of a product with all of ``P``). ``cell_value`` is
-    the value all off-diagonal entries of ``P_EF`` share (-2 in a plain fit),
-    or None (weights): with it, ``diag(S)`` needs no array of squares."""
-    if "split" in cache:
-        return cache["split"]
-    out = None
-    if qp.eliminable is not None and len(qp.eliminable):
-        n = qp.n
-        E = np.asarray(qp.eliminable, dtype=np.int64)
-        P = qp.P.tocsc()
-        d_E = P.diagonal()[E]
-        is_E = np.zeros(n, dtype=bool)
-        is_E[E] = True
-        F = np.flatnonzero(~is_E)
-        nF = len(F)
-        itype = np.int32 if nF + 1 < 2 ** 31 - 1 and P.nnz < 2 ** 31 - 1 else np.int64
-        pos_F = np.full(n, nF, dtype=itype)
-        pos_F[F] = np.arange(nF, dtype=itype)
-        E_range = slice(int(E[0]), int(E[-1]) + 1) if np.all(np.diff(E) == 1) else None
-        if E_range is not None:            # a range of columns: views of P's arrays
-            s, e = int(P.indptr[E[0]]), int(P.indptr[E[-1] + 1])
-            data, rows = P.data[s:e], P.indices[s:e]
-            indptr = (P.indptr[E[0]:E[-1] + 2] - s).astype(itype)
-        else:
-            cols = P[:, E]
-            data, rows, indptr = cols.data, cols.indices, cols.indptr.astype(itype)
-        P_EF = sp.csr_matrix((data, pos_F[rows], indptr), shape=(len(E), nF + 1))
-        P_FF = P[:, F][F, :].tocsr()
-        P_FF.resize((nF + 1, nF + 1))
-        pos_E = np.full(n, -1, dtype=np.int64)
-        pos_E[E] = np.arange(len(E))
-        # the one value of P's cells (the off-diagonal entries of P_EF), if any
-        cells = P_EF.data[P_EF.indices != nF]
-        p_cell = float(cells[0]) if len(cells) and np.all(cells == cells[0]) else None
-        del cells
-        if np.all(d_E > 0):
-            out = dict(E=E, F=F, nF=nF, d_E=d_E, is_E=is_E, pos_F=pos_F,
-                       pos_E=pos_E, P_EF=P_EF, P_FF=P_FF, P_FF_diag=P_FF.diagonal(),
-                       cell_value=p_cell)
-    cache["split"] = out
-    return out
-
-
-def _schur_operator(qp: QP, cache: dict, free: np.ndarray, k: np.ndarray, h: np.ndarray,
-                    hubs: np.ndarray, C: np.ndarray, d: np.ndarray, q_u: np.ndarray):
-    """The reduced KKT system of one active set with ``E`` eliminated exactly.
-
-    With ``H = Z'PZ = [[D, B'], [B, H_RR]]`` on the free coordinates (``D``
-    the diagonal block of the free eliminable variables, ``R`` the other free
-    ones: agents and the hubs in use), gradient ``g`` and general rows
-    ``C = [C_E, C_R]`` (``Cz = d``), eliminating ``z_E`` and then the few
-    multipliers ``y`` exactly leaves ``M z_R = rhs`` with
-
-        S = H_RR - B D^-1 B',  C~ = C_R - C_E D^-1 B',  T = C_E D^-1 C_E',
-        M = S + C~' T^-1 C~,   rhs = -g_R + B D^-1 g_E + C~' T^-1 (d + C_E D^-1 g_E),
-
-    symmetric positive definite, of size K + 2 here; ``M v`` costs one
-    gather and one scatter over the cells, and ``M z_R - rhs`` is exactly the
-    projected gradient of the full system (the rows of ``E`` and ``C`` hold
-    exactly). ``C`` is dense, ``C_x Z`` on all variables (zero off the free
-    ones). None when ``qp`` has no eliminable block or ``T`` is singular.
-    """
-    s = _split(qp, cache)
-    if s is None:
-        return None
-    E, F, nF, d_E, is_E = s["E"], s["F"], s["nF"], s["d_E"], s["is_E"]
-    P_EF, P_EF_T, P_FF, pos_F = s["P_EF"], s["P_EF"].T, s["P_FF"], s["pos_F"]
-    free_E = free[E]
-    free_F = np.zeros(nF + 1, dtype=bool)
-    free_F[:nF] = free[F]
-    inv_d = np.where(free_E, 1.0 / d_E, 0.0)
-    tied_E = is_E[k]
-    t_E, t_E_hub = s["pos_E"][k[tied_E]], pos_F[h[tied_E]]
-    t_F, t_F_hub = pos_F[k[~tied_E]], pos_F[h[~tied_E]]
-
-    def expand(v):                         # x_F = Z_F v (tied agents take their hub's value)
-        x = v.copy()
-        x[t_F] = v[t_F_hub]
-        return x
-
-    def up(v):                             # Z_F' v on the free coordinates
-        return v * free_F + np.bincount(t_F_hub, weights=v[t_F], minlength=nF + 1)
-
-    neg_inv_d = -inv_d
-    d_hub = np.bincount(t_E_hub, weights=d_E[t_E], minlength=nF + 1)   # sum of tied d_j
-
-    def S_apply(v):                        # one gather and one scatter pass over the cells
-        x = expand(v)
-        a = P_EF @ x                       # B'v on free E rows; P_EF x_F on tied ones
-        tied = np.bincount(t_E_hub, weights=a[t_E], minlength=nF + 1) + d_hub * v
-        a *= neg_inv_d                     # -D^-1 B'v on free rows (0 on tied ones) ...
-        a[t_E] = v[t_E_hub]                # ... and the hub's value on tied rows
-        return up(P_FF @ x + P_EF_T @ a) + tied
-
-    g_E = q_u[E] * free_E
-    g_R = np.r_[q_u[F], 0.0] * free_F
-    # C (dense, on all n coordinates, zero off the free ones): its columns on
-    # E and on F (agents and hubs; a last, dummy column for the products)
-    n_g = C.shape[0]
-    C_E = C[:, E]
-    C_t = np.zeros((n_g, nF + 1))
-    C_t[:, :nF] = C[:, F]
-    if n_g:
-        T = (C_E * inv_d) @ C_E.T
-        try:
-            L = np.linalg.cholesky(T)
-        except np.linalg.LinAlgError:
-            return None
-        if np.diag(L).min() <= 1e-12 * np.diag(L).max():
-            return None
-        T_inv = np.linalg.inv(T)
-    # B D^-1 [C_E', g_E] (for C~ and rhs) and, when all of P's cells hold one
-    # value p (a plain fit: p = -2), the sums for diag(S) below as p B D^-1 1:
-    # one scatter pass over the cells for all the columns
-    p_cell = s["cell_value"]
-    U = np.empty((len(E), n_g + 1 + (p_cell is not None)))
-    U[:, :n_g] = C_E.T
-    U[:, n_g] = g_E
-    U[:, n_g + 1:] = 1.0
-    U *= inv_d[:, None]
-    BU = P_EF_T @ U
-    del U
-    B_scaled = np.stack([up(BU[:, c]) for c in range(n_g + 1)], axis=1)
-    C_t = (C_t - B_scaled[:, :n_g].T) * free_F
-    r_y = d + C_E @ (g_E * inv_d)
-    T_inv = T_inv if n_g else np.zeros((0, 0))
-    rhs = -g_R + B_scaled[:, n_g] + C_t.T @ (T_inv @ r_y)
-    # diag(S) on the agents: P_ii - sum_j P_ij^2 / d_j (squares held only here)
-    if p_cell is not None:
-        sums = p_cell * BU[:, n_g + 1]
-    else:
-        squares = sp.csr_matrix((P_EF.data ** 2, P_EF.indices, P_EF.indptr), shape=P_EF.shape)
-        sums = squares.T @ inv_d
-        del squares
-    del BU
-    diag = np.r_[s["P_FF_diag"][:nF], 0.0] - sums
-    # a hub's entry: its members' own entries (tied agents' Schur diagonal,
-    # tied items' d_j), an estimate without the cross terms (no pass)
-    diag[pos_F[hubs]] = 0.0
-    diag += np.bincount(t_F_hub, weights=diag[t_F], minlength=nF + 1) + d_hub
-    diag += np.einsum("ir,ij,jr->r", C_t, T_inv, C_t)
-    if np.any(diag[free_F] <= 0):
-        return None
-
-    def M(v):
-        return S_apply(v) + C_t.T @ (T_inv @ (C_t @ v))
-
-    def recover(v):                        # (z on all n coordinates, y of the general rows)
-        y = T_inv @ (C_t @ v - r_y)
-        z = np.zeros(qp.n)
-        z[F] = v[:nF]
-        z[E] = -(g_E + P_EF @ expand(v) + C_E.T @ y) * inv_d
-        return z, y
-
-    def start(x):                          # the warm start: the current point
-        v0 = np.zeros(nF + 1)
-        v0[:nF] = x[F]
-        v0 *= free_F
-        return v0
-
-    return dict(M=M, rhs=rhs, minv=np.where(free_F, 1.0 / np.where(free_F, diag, 1.0), 0.0),
-                start=start, recover=recover)
-
-
-def _schur_cg(op: dict, x: np.ndarray, rtol: float, g_size: float, deadline: float,
-              progress):
-    """PCG on ``M z_R = rhs`` of :func:`_schur_operator` from the current
-    point ``x`` (warm start), preconditioned by ``diag(M)`` (a hub's entry estimated from its
-    members' entries): ``(z, y_general)``.
-    Stops when ``max |rhs - M z_R|`` (the projected gradient of the full
-    system) is below ``rtol`` times the largest of 1, the linear term
-    (``g_size``), ``rhs`` and ``M z_R``, or stops falling."""
-    M, rhs, minv, v = op["M"], op["rhs"], op["minv"], op["start"](x)
-    Mv = M(v)
-    r = rhs - Mv
-    target = rtol * max(1.0, g_size, float(np.abs(rhs).max()), float(np.abs(Mv).max()))
-    w = minv * r
-    p = w.copy()
-    rho = float(r @ w)
-    stop = _CGStop(target, deadline, progress)
-    for it in range(1, 10 * len(v) + 100):
-        if stop(float(np.abs(r).max())):
-            break
-        Mp = M(p)
-        curv = float(p @ Mp)
-        if curv <= 0:
-            break
-        alpha = rho / curv
-        v += alpha * p
-        r = rhs - M(v) if it % 50 == 0 else r - alpha * Mp     # refresh against drift
-        w = minv * r
-        rho_new = float(r @ w)
-        p = w + (rho_new / rho) * p
-        rho = rho_new
-    return op["recover"](v)
