@@ -37,7 +37,8 @@ cells generated block by block with the generator of ``bench_scale.py``
 
 ``--scheduler tcp://host:8786`` runs the Dask part on an existing cluster
 instead (its worker count is whatever that cluster has). Peak RSS of this
-process and of every worker (``ru_maxrss``) is printed at the end. Under load
+process and of every worker (``VmHWM``, :func:`evalcert.memory.peak_rss`; ``ru_maxrss``
+would report a spawned worker at least at its parent's size) is printed at the end. Under load
 wall times are inflated; CPU seconds are the comparable figure.
 """
 
@@ -113,9 +114,11 @@ def _warm() -> None:
 
 
 def _usage() -> tuple[float, float]:
-    """CPU seconds and peak RSS (MiB) of this process."""
+    """CPU seconds and peak RSS (MiB, :func:`evalcert.memory.peak_rss`) of this process."""
+    from evalcert.memory import peak_rss
+
     ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss / 1024
+    return ru.ru_utime + ru.ru_stime, peak_rss() / 2 ** 20
 
 
 def _cpu() -> float:

@@ -141,9 +141,9 @@ class _Phases:
 
     @staticmethod
     def maxrss() -> int:
-        with open("/proc/self/status") as fh:
-            line = next(line for line in fh if line.startswith("VmHWM:"))
-        return int(line.split()[1]) * 1024
+        from evalcert.memory import peak_rss
+
+        return peak_rss()
 
     def run(self, name, func, *args, **kwargs):
         self.peaks.setdefault(f"before {name}", self.maxrss())

@@ -31,7 +31,7 @@ import numpy as np
 
 from evalcert.errors import InputError
 
-__all__ = ["estimate_bytes", "memory_available", "require_memory", "format_bytes",
+__all__ = ["estimate_bytes", "memory_available", "peak_rss", "require_memory", "format_bytes",
            "estimate_fit_from_file_bytes", "USABLE_FRACTION"]
 
 #: share of the available memory a single allocation may take by default
@@ -89,6 +89,33 @@ def _cgroup_headroom() -> int | None:
         if limit is not None and usage is not None and limit < 2 ** 60:
             return max(limit - usage, 0)
     return None
+
+
+def peak_rss() -> int:
+    """Peak resident set of this process in bytes: ``VmHWM`` on Linux.
+
+    Not ``ru_maxrss``: after fork + exec (a spawned worker, a subprocess) Linux
+    starts a child's ``ru_maxrss`` at its parent's resident size, so a small
+    worker of a large parent reports the parent's peak. Elsewhere ``ru_maxrss``
+    (kilobytes on Linux and BSD, bytes on macOS) is the fallback.
+
+    Examples
+    --------
+    >>> peak_rss() > 0
+    True
+    """
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)
 
 
 def memory_available() -> int:

@@ -14,8 +14,9 @@ from evalcert.memory import FIT_FROM_FILE_BYTES, estimate_fit_from_file_bytes
 #: the estimate must be within this factor of the measured peak (README, bench_scale.py)
 FACTOR = 1.5
 
-# The peak is the process's VmHWM, not ru_maxrss: after fork + exec, Linux
-# reports the parent's (pytest's) resident size in the child's ru_maxrss.
+# The peak is the process's VmHWM (evalcert.memory.peak_rss), not ru_maxrss:
+# after fork + exec, Linux reports the parent's (pytest's) resident size in
+# the child's ru_maxrss.
 _CHILD = """
 import os, sys
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
@@ -24,8 +25,8 @@ from evalcert.solvers import ClippedLinear
 S = read_scores(sys.argv[1], format="long")
 model = ClippedLinear(solver="native").fit(S)
 assert model.result_.certificate.passed
-peak = [line for line in open("/proc/self/status") if line.startswith("VmHWM:")][0]
-print(S.n_observed, int(peak.split()[1]) * 1024)
+from evalcert.memory import peak_rss
+print(S.n_observed, peak_rss())
 """
 
 
@@ -67,3 +68,18 @@ def test_the_estimate_is_linear_in_cells_and_names():
     assert estimate_fit_from_file_bytes(0, 0, 0) == c["base"]
     assert estimate_fit_from_file_bytes(10 ** 8, 10 ** 4, 10 ** 6) == \
         c["base"] + 10 ** 8 * c["cell"] + (10 ** 4 + 10 ** 6) * c["name"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux's /proc")
+def test_peak_rss_of_a_spawned_process_is_its_own_not_its_parents():
+    # bench_dask reported every Dask worker at its client's peak (3268 MiB for all
+    # three at 2 x 10^7 cells): ru_maxrss of a fork + exec child starts at the parent's
+    ballast = np.ones(300 * 2 ** 20 // 8)              # 300 MiB resident in this process
+    code = ("import resource; from evalcert.memory import peak_rss; "
+            "print(peak_rss(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    own, inherited = map(int, out.stdout.split())
+    assert own < 250 * 2 ** 20 <= ballast.nbytes, own / 2 ** 20
+    assert own <= inherited                          # VmHWM never above ru_maxrss
