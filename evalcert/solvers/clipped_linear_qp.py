@@ -319,8 +319,7 @@ def _constraints(design: Design, box: str, bounds: Bounds) -> tuple[sp.csc_matri
 
 
 def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam: float,
-             box: Box, bounds: Bounds = (-1.0, 1.0),
-             pattern: HessianPattern | None = None) -> QP:
+             box: Box, bounds: Bounds = (-1.0, 1.0)) -> QP:
     """The QP of Eq. 7 for ``design`` with cell ``scores`` and ``weights``.
 
     Costs O(n_cells + K + J) time and memory (see :func:`hessian`).
@@ -336,8 +335,6 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam
     bounds : (float, float)
         The box is ``lo <= theta_i - b_j <= hi`` (``ScoreMatrix.bounds``;
         ``(-1, 1)`` is Eq. 7's ``|theta_i - b_j| <= 1``).
-    pattern : HessianPattern, optional
-        ``HessianPattern.of(design, n_aux(box))``, when the caller keeps it.
 
     Examples
     --------
@@ -357,7 +354,7 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam
     n = design.K + design.J + n_aux(box)
     shell = QP(P=sp.csc_matrix((n, n)), q=np.zeros(n), A=A, l=l, u=u, x_bound=x_bound)
     return with_weights(shell, design, scores, weights, lam, box,
-                        pattern or HessianPattern.of(design, n_aux(box)))
+                        HessianPattern.of(design, n_aux(box)))
 
 
 def with_weights(qp: QP, design: Design, scores: np.ndarray, weights: np.ndarray | None,
