@@ -16,6 +16,7 @@ import copy
 import dataclasses
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Sequence
@@ -111,7 +112,11 @@ def map_blocks(fn: Callable[[Any], Any], blocks: Sequence[Any], n_threads: int) 
     NumPy releases the GIL inside large ufuncs and matrix products, so blocks of
     array work overlap on several cores. Each block's result is computed
     exactly as on one thread and callers reduce the returned list in block
-    order, so the outcome is bit-identical for any ``n_threads``.
+    order, so the outcome is bit-identical for any ``n_threads``. Each thread
+    takes the next block from a shared counter: a task per block (a future, a
+    queue and a wake-up each) cost the 2PL E-step on 300 x 20,000 most of its
+    gain from a second thread. The first error raised by ``fn`` is re-raised
+    once the running blocks finish (no further block is started).
 
     Examples
     --------
@@ -120,8 +125,27 @@ def map_blocks(fn: Callable[[Any], Any], blocks: Sequence[Any], n_threads: int) 
     """
     if n_threads <= 1 or len(blocks) <= 1:
         return [fn(block) for block in blocks]
+    results: list[Any] = [None] * len(blocks)
+    lock, state = threading.Lock(), {"next": 0, "failed": False}
+
+    def worker() -> None:
+        while True:
+            with lock:
+                i = state["next"]
+                if i >= len(blocks) or state["failed"]:
+                    return
+                state["next"] = i + 1
+            try:
+                results[i] = fn(blocks[i])
+            except BaseException:
+                state["failed"] = True
+                raise
+
     with ThreadPoolExecutor(max_workers=n_threads) as pool:
-        return list(pool.map(fn, blocks))
+        futures = [pool.submit(worker) for _ in range(min(n_threads, len(blocks)))]
+    for future in futures:
+        future.result()                     # re-raises the first error
+    return results
 
 
 def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

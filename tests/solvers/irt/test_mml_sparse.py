@@ -42,8 +42,10 @@ def _dense_estep(Y, O, a, d, mu, sd, n_quad):
 
 @pytest.mark.parametrize("block", [7, 64, 1 << 18])
 @pytest.mark.parametrize("scale", [1.0, 60.0])          # 60: logits beyond +-700 get clipped
-def test_blocked_estep_equals_dense_reference(monkeypatch, block, scale):
+@pytest.mark.parametrize("long", [1, 20, 1 << 30])      # rows alone (_row) ... none (_rows)
+def test_blocked_estep_equals_dense_reference(monkeypatch, block, scale, long):
     monkeypatch.setattr(mml_estep, "_BLOCK", block)       # one row per block ... all rows at once
+    monkeypatch.setattr(mml_estep, "_LONG", long)
     Y, O, *_ = _masked(30, 40, 0.4, seed=41)
     rng = np.random.default_rng(41)
     M = Y.shape[1]
@@ -54,6 +56,27 @@ def test_blocked_estep_equals_dense_reference(monkeypatch, block, scale):
     for key in ("mu", "g0", "g1", "h0", "h1", "h2"):
         assert np.allclose(out[key], ref[key], rtol=1e-9, atol=1e-9 * scale), key
     assert out["loglik"] == pytest.approx(ref["loglik"], rel=1e-11)
+
+
+@pytest.mark.parametrize("long", [1, 1 << 30])
+@pytest.mark.parametrize("scale", [1.0, 8.0, 60.0])     # R = 32, a few, 1 cells per log
+def test_long_rows_equal_dense_reference(monkeypatch, long, scale):
+    """Rows of ~400 cells, on their own (one log per product of cells) or packed."""
+    monkeypatch.setattr(mml_estep, "_LONG", long)
+    Y, O, *_ = _masked(12, 600, 0.3, seed=43)
+    rng = np.random.default_rng(43)
+    M = Y.shape[1]
+    a = rng.lognormal(0, 0.3, M) * scale * (1 + 1e-9 * rng.normal(size=M))
+    d, mu, sd = rng.normal(size=M) * scale, rng.normal(size=12), rng.uniform(0.05, 0.3, 12)
+    estep = mml._AdaptiveEStep(Y, O.astype(float), 7)
+    assert (len(estep.blocks) == 12) == (long == 1)
+    ref = _dense_estep(Y, O.astype(float), a, d, mu, sd, 7)
+    for curvature in (True, False):
+        out = estep(a, d, mu, sd, curvature=curvature)
+        keys = ("mu", "g0", "g1") + (("h0", "h1", "h2") if curvature else ())
+        for key in keys:
+            assert np.allclose(out[key], ref[key], rtol=1e-9, atol=1e-9 * scale), key
+        assert out["loglik"] == pytest.approx(ref["loglik"], rel=1e-12)
 
 
 def test_item_blocks_equal_dense_reference():
