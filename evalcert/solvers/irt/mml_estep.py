@@ -73,18 +73,19 @@ class _AdaptiveEStep:
         z, w = hermegauss(n_quad)
         self.Z2, self.Z3 = np.vstack([np.ones_like(z), z]), np.vstack([np.ones_like(z), z, z ** 2])
         self.z, self.log_w = z, np.log(w / w.sum()) + 0.5 * z ** 2
-        rows, cols = np.nonzero(O)                           # row-major: rows sorted
-        self.y = np.asarray(Yo[rows, cols], dtype=float)
-        self.cols = np.ascontiguousarray(cols, dtype=np.intp)  # (nonzero: a strided view)
         self.shape = n, m = O.shape
-        counts = np.bincount(rows, minlength=n)
+        cells = np.flatnonzero(O)                  # flat indices, row-major
+        self.y = np.take(Yo, cells).astype(float, copy=False)
+        starts = np.searchsorted(cells, np.arange(n + 1) * m)
+        self.cols = cells - np.repeat(np.arange(n) * m, np.diff(starts))
+        del cells
+        counts = np.diff(starts)
         if not counts.all():
             raise InputError("mml: every model needs at least one observed response")
-        self.hits = np.bincount(rows, weights=self.y, minlength=n)
-        hit = self.y != 0                                    # sum_i y_ij E[theta_i] by item
-        self.y_items = csr_matrix((self.y[hit], (self.cols[hit], rows[hit])), shape=(m, n))
-        del rows, hit
-        self.starts = np.concatenate([[0], np.cumsum(counts)])
+        self.starts = starts
+        self.hits = np.add.reduceat(self.y, starts[:-1])
+        # the cells are a (models x items) CSR matrix: its transpose sums y_ij E[theta_i] by item
+        self.y_items = csr_matrix((self.y, self.cols, starts), shape=(n, m)).T
         self.ones = np.bincount(self.cols, weights=self.y, minlength=m)
         self.answered = np.bincount(self.cols, minlength=m)
         self.weights = np.ones(n)
