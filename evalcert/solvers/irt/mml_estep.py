@@ -54,19 +54,23 @@ class _AdaptiveEStep:
     rows are packed into blocks of at most ``_BLOCK`` cells x nodes, where the
     per-model sums over cells are ``np.add.reduceat`` on contiguous segments
     (:meth:`_rows`). Each block writes five per-cell totals (``sum_q w p (1,
-    theta)`` and ``sum_q w p (1 - p) (1, theta, theta^2)``); they are summed by
-    item one group of whole blocks (at most ``_GROUP`` cells) at a time, each
-    group's sparse product split by item ranges; ``sum_i y_ij E[theta_i]`` is
-    one sparse product with the new posterior means. Blocks and item ranges run
-    on ``n_threads`` threads (:func:`~.base.map_blocks`), each computed as on
-    one thread and written to disjoint slices, and the groups are added in
-    order, so the result does not depend on the thread count.
+    theta)`` and ``sum_q w p (1 - p) (1, theta, theta^2)``) into a (statistic,
+    cell) buffer; they are summed by item one group of whole blocks (at most
+    ``_GROUP`` cells) at a time, one ``np.bincount`` per statistic, and
+    ``sum_i y_ij E[theta_i]`` is one sparse product with the new posterior
+    means. Blocks and statistics run on ``n_threads`` threads
+    (:func:`~.base.map_blocks`), each computed as on one thread and written to
+    disjoint slices, and the groups are added in order, so the result does not
+    depend on the thread count.
 
-    On 300 models x 20,000 items with half the cells missing (3 x 10^6 cells,
-    7 nodes) an E-step took 390 ms on one thread and 350 ms on two before
-    :meth:`_row` (one row per block, 45 array calls per block: the two threads
-    mostly waited for each other's turn with the GIL, ~5,000 thread switches an
-    E-step); see ``benchmarks/bench_irt.py`` for the times now.
+    Why :meth:`_row` (300 models x 20,000 items, half the cells missing, 3 x
+    10^6 cells, 7 nodes): one row per block was already the case, but as ~45
+    array calls each allocating a (nodes, cells) temporary, writing the
+    per-cell totals as strided columns. An E-step took 390 ms on one thread
+    and 350 ms on two: a freshly allocated 0.5 MB output made the same ufunc
+    scale 0.1-0.6x on two threads against 1.3-1.8x into a kept buffer, and the
+    threads handed the GIL over ~5,000 times an E-step. :meth:`_row` works in
+    per-thread buffers with a dozen large calls.
     """
 
     def __init__(self, Yo: np.ndarray, O: np.ndarray, n_quad: int, n_threads: int | None = 1):
@@ -177,9 +181,10 @@ class _AdaptiveEStep:
         """Posterior of model ``i`` and its cells' node sums, written into ``out``.
 
         With one model its nodes ``theta_q`` are fixed, so the logits are one
-        ``(Q, 2) @ (2, cells)`` product, the node sums two ``(cells, Q) @ (Q, k)``
-        products, and ``sum_j log(1 + e^eta)`` takes one ``log`` per product of
-        up to ``R`` cells (as in :func:`_logistic`).
+        ``(Q, 2) @ (2, cells)`` product, the node sums two ``(k, Q) @ (Q, cells)``
+        products written straight into ``cell``, and ``sum_j log(1 + e^eta)``
+        takes one ``log`` per product of up to ``R`` cells (:func:`_log_sum`).
+        Every (nodes, cells) array is a view of this thread's buffer.
         """
         new_mu, new_sd, ll, cell, offset, local = out
         c0, c1 = self.starts[i], self.starts[i + 1]

@@ -17,6 +17,7 @@ def small_blocks(monkeypatch):
     """Many small blocks and no minimum work, so small data really run on several threads."""
     monkeypatch.setattr(base, "THREAD_MIN_WORK", 0)
     monkeypatch.setattr(mml_estep, "_BLOCK", 7 * 64)         # ~64 cells per E-step block
+    monkeypatch.setattr(mml_estep, "_LONG", 30)              # rows of 30+ cells alone (_row)
     monkeypatch.setattr(mml_estep, "_THREAD_CHUNK", 3000)    # complete data: a few items
     monkeypatch.setattr(louis, "_CELLS", 97)
     monkeypatch.setattr(louis, "FULL_LIMIT", 0)              # SEs by the (threaded) item
@@ -78,6 +79,7 @@ def test_threaded_estep_matches_a_reference_sum(small_blocks):
     many = one(a, d, mu, sd)
     base.THREAD_MIN_WORK = 2_000_000             # restored by monkeypatch; one block now
     mml_estep._BLOCK = 1 << 30
+    mml_estep._LONG = 1 << 30                    # (both restored by monkeypatch)
     whole = mml_estep._AdaptiveEStep(Yo, O.astype(float), 7, n_threads=1)
     assert len(whole.blocks) == 1
     ref = whole(a, d, mu, sd)
@@ -109,6 +111,26 @@ def test_resolve_threads_and_map_order():
     assert resolve_threads(None, n_blocks=1, work=1e9) == 1
     assert 1 <= resolve_threads(None, n_blocks=64, work=1e9) <= 64
     assert map_blocks(lambda k: k * k, list(range(50)), 4) == [k * k for k in range(50)]
+
+
+def test_map_blocks_reraises_and_stops_taking_blocks():
+    """A block's error reaches the caller; blocks after it are not started."""
+    import threading
+    import time
+    started = []
+    lock = threading.Lock()
+
+    def fn(k):
+        with lock:
+            started.append(k)
+        if k == 3:
+            raise ValueError("block 3")
+        time.sleep(0.002)
+        return k
+
+    with pytest.raises(ValueError, match="block 3"):
+        map_blocks(fn, list(range(200)), 2)
+    assert 3 in started and len(started) < 20
 
 
 def test_softplus_sigmoid_accurate_to_ulps_over_the_whole_range():
