@@ -242,8 +242,10 @@ def observed_information(Y: np.ndarray, O: np.ndarray, a: np.ndarray, d: np.ndar
         groups = np.unique(np.column_stack([Y.sum(1), mu, sd]), axis=0, return_counts=True)
         if groups[0].shape[0] * n_quad * (M + 1) <= _FULL_CELLS:
             return _common_slope_pooled(groups, a, d, n_quad)
-    rows, cols = np.nonzero(O)
-    y = Y[rows, cols].astype(float)
+    flat = np.flatnonzero(O)                    # row-major cells (np.nonzero: ~2x the time)
+    rows, cols = np.divmod(flat, M)
+    y = np.take(Y, flat).astype(float)
+    del flat
     P = M + 1 if common_slope else 2 * M
     full = P <= FULL_LIMIT and N * n_quad * P <= _FULL_CELLS and (
         common_slope or P ** 3 <= (N * n_quad) ** 2 * P)

@@ -149,7 +149,7 @@ class _AdaptiveEStep:
         width = 5 if curvature else 2
         cell = np.empty((width, max(c1 - c0 for c0, c1, _ in self.groups)))
         sums = np.zeros((width, self.shape[1]))
-        ad = np.vstack([a, d])                       # (2, M): one gather per cell
+        ad = np.column_stack([a, d])                 # (M, 2): one 16-byte gather per cell
         # per-thread buffers of _row: a large temporary per array call (malloc, free and
         # fresh pages every time) kept two threads from running side by side
         local = threading.local()
@@ -188,12 +188,13 @@ class _AdaptiveEStep:
         """
         new_mu, new_sd, ll, cell, offset, local = out
         c0, c1 = self.starts[i], self.starts[i + 1]
+        Q = self.z.size
         if not hasattr(local, "buffer"):          # this thread's, reused by its rows
-            local.buffer = np.empty((2 * self.z.size + 2, self.longest))
-        g, e, q = (local.buffer[k:k + n, :c1 - c0] for k, n in
-                   ((0, 2), (2, self.z.size), (2 + self.z.size, self.z.size)))
-        np.take(ad, self.cols[c0:c1], axis=1, out=g, mode="clip")  # (2, cells): a_j, d_j
-        theta = mu[i] + sd[i] * self.z
+            local.buffer = np.empty((2 * Q, self.longest))
+            local.pairs = np.empty((self.longest, 2))
+        e, q = local.buffer[:Q, :c1 - c0], local.buffer[Q:, :c1 - c0]
+        g = np.take(ad, self.cols[c0:c1], axis=0, out=local.pairs[:c1 - c0], mode="clip").T
+        theta = mu[i] + sd[i] * self.z                             # g: (2, cells) a_j, d_j
         np.matmul(np.column_stack([theta, np.ones_like(theta)]), g, out=e)  # a theta + d
         top = bound[0] * float(np.max(np.abs(theta))) + bound[1]  # >= |eta|
         if top > 700:                                              # exp(700) < inf
@@ -228,7 +229,7 @@ class _AdaptiveEStep:
         c0, c1 = starts[lo], starts[hi]
         seg, counts = starts[lo:hi] - c0, np.diff(starts[lo:hi + 1])
         y = self.y[c0:c1]
-        ac, dc = np.take(ad, self.cols[c0:c1], axis=1)
+        ac, dc = np.take(ad, self.cols[c0:c1], axis=0).T
         y_ac = np.add.reduceat(y * ac, seg)                       # sum_j y a_j per model
         y_dc = np.add.reduceat(y * dc, seg)
         m_c, s_c = np.repeat(mu[lo:hi], counts), np.repeat(sd[lo:hi], counts)
