@@ -150,8 +150,8 @@ class _AdaptiveEStep:
         cell = np.empty((width, max(c1 - c0 for c0, c1, _ in self.groups)))
         sums = np.zeros((width, self.shape[1]))
         ad = np.column_stack([a, d])                 # (M, 2): one 16-byte gather per cell
-        # per-thread buffers of _row: a large temporary per array call (malloc, free and
-        # fresh pages every time) kept two threads from running side by side
+        # per-thread buffers of _row: a freshly allocated large temporary per array call
+        # kept two threads from running side by side (see the class docstring)
         local = threading.local()
         bound = (float(np.max(np.abs(a))), float(np.max(np.abs(d))))
         for c0, c1, inner in self.groups:
