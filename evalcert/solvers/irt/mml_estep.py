@@ -118,7 +118,7 @@ class _AdaptiveEStep:
         return list(zip(bounds[:-1], bounds[1:]))
 
     def _runs(self, blocks: list[tuple[int, int]], cells: int) -> list[tuple[int, int]]:
-        """Consecutive runs ``blocks[first:last]`` with at most ``cells`` cells (one block at least).
+        """Runs ``blocks[first:last]`` of at most ``cells`` cells (one block at least).
 
         (A group is whole blocks: a block that crossed a group's end wrote past
         that group's cells, a ValueError on some shapes.)
