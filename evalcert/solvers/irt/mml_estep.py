@@ -201,7 +201,7 @@ class _AdaptiveEStep:
             np.clip(e, -700.0, 700.0, out=e)
         np.exp(e, out=e)
         np.add(e, 1.0, out=q)
-        softplus = _log_sum(q, top)                                # (Q,)
+        softplus = _log_sum(q, top, axis=1)                        # (Q,)
         np.reciprocal(q, out=q)                                    # 1 - p
         e *= q                                                     # p
         y_ad = g @ self.y[c0:c1]                                   # sum_j y (a_j, d_j)
@@ -269,24 +269,34 @@ class _AdaptiveEStep:
         block[4] = m_c ** 2 * H[0] + 2 * m_c * s_c * H[1] + s_c ** 2 * H[2]
 
 
-def _log_sum(q: np.ndarray, bound: float) -> np.ndarray:
-    """``log(q).sum(1)`` for ``1 <= q <= 1 + e^bound``, one ``log`` per product of ``R`` cells.
+def _log_sum(q: np.ndarray, bound: float, axis: int) -> np.ndarray:
+    """``log(q).sum(axis)`` for ``1 <= q <= 1 + e^bound`` (2-D), one ``log`` per product of ``R``.
 
     ``q <= e^(bound + 1)``, so products of ``R = 700 // (bound + 1)`` values
-    (at most 32) stay finite; each ``log`` of a product is within ``R`` ulps of
-    the sum of the ``log``s (as in :func:`_logistic`).
+    (at most 32) stay finite, and each ``log`` of a product is within ``R``
+    ulps of the sum of the ``log``s. The summed axis is split as ``(R, rest)``
+    and the products taken over ``R``, so every product runs along the other
+    axis as well as ``rest``: long contiguous loops whichever axis is summed
+    (on ``(items, nodes)`` chunks of 7 to 1,560 nodes 1.0-4.6x faster than
+    products of ``R`` consecutive items, whose innermost loop was the nodes).
 
     Examples
     --------
     >>> q = 1 + np.exp(np.linspace(-5, 5, 100))[None, :]
-    >>> bool(np.allclose(_log_sum(q, 5.0), np.log(q).sum(1), rtol=1e-14))
+    >>> bool(np.allclose(_log_sum(q, 5.0, 1), np.log(q).sum(1), rtol=1e-14))
+    True
+    >>> bool(np.allclose(_log_sum(q.T, 5.0, 0), np.log(q).sum(1), rtol=1e-14))
     True
     """
     R = int(min(32, 700 // (min(bound, 700.0) + 1.0)))
-    whole = q.shape[1] // R * R if R > 1 else 0
-    sums = np.log(q[:, whole:]).sum(1)
+    n = q.shape[axis]
+    whole = n // R * R if R > 1 else 0
+    head = (slice(None), slice(0, whole)) if axis else (slice(0, whole),)
+    tail = (slice(None), slice(whole, None)) if axis else (slice(whole, None),)
+    sums = np.log(q[tail]).sum(axis)
     if whole:
-        sums += np.log(np.multiply.reduce(q[:, :whole].reshape(q.shape[0], R, -1), axis=1)).sum(1)
+        shape = (q.shape[0], R, -1) if axis else (R, -1, q.shape[1])
+        sums += np.log(np.multiply.reduce(q[head].reshape(shape), axis=axis)).sum(axis)
     return sums
 
 
@@ -468,10 +478,8 @@ def _logistic(ad: np.ndarray, nodes1: np.ndarray,
     their relative precision in both tails, and ``log(1 + e)`` is within an
     ulp of ``eta`` above and ``1e-16`` absolute below. ``bound`` is
     ``max|a| max|z| + max|d|`` (at least ``|eta|``): above 700 ``eta`` is clipped
-    to ``+-700`` (no overflow); below, ``1 + e <= e^(bound + 1)``, so products
-    of ``R = 700 // (bound + 1)`` items cannot overflow and one ``log`` per ``R``
-    items (a third of the cost of one per cell) gives the sums, to
-    ``R`` ulps per product.
+    to ``+-700`` (no overflow); below, the sums take one ``log`` per product of
+    up to 32 items (:func:`_log_sum`; a third of the cost of one per cell).
 
     Examples
     --------
@@ -484,11 +492,7 @@ def _logistic(ad: np.ndarray, nodes1: np.ndarray,
         np.clip(e, -700.0, 700.0, out=e)
     np.exp(e, out=e)
     q = e + 1.0
-    R = max(1, int(700 // (min(bound, 700.0) + 1.0)))
-    whole = ad.shape[0] // R * R
-    sums = np.log(np.multiply.reduce(q[:whole].reshape(-1, R, q.shape[1]), axis=1)).sum(0)
-    if whole < ad.shape[0]:
-        sums += np.log(q[whole:]).sum(0)
+    sums = _log_sum(q, bound, axis=0)
     np.reciprocal(q, out=q)
     e *= q
     return sums, e, q
