@@ -25,7 +25,7 @@ from scipy.sparse.csgraph import connected_components
 from evalcert.errors import ConnectivityError, InputError
 
 __all__ = ["ResponseData", "ExtremeResponseWarning", "validate_responses", "extreme_lines",
-           "finite_items", "require_finite_jml"]
+           "finite_items", "require_finite_jml", "observed_cells"]
 
 
 class ExtremeResponseWarning(UserWarning):
@@ -234,6 +234,30 @@ def extreme_lines(data: ResponseData, *, warn: bool) -> tuple[np.ndarray, np.nda
         raise InputError("every model or every item has all-0 or all-1 responses; no finite "
                          "ML estimate exists (use method='map')")
     return keep_r, keep_c
+
+
+def observed_cells(Y: np.ndarray, O: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cells where ``O`` (bool or 0/1) is set, row-major: ``(starts, cols, y)``.
+
+    Row ``i``'s cells are ``starts[i]:starts[i + 1]``, with item indices
+    ``cols`` (ascending within a row, ``intp``) and values ``y = Y`` there
+    (float); ``Y`` is read at those cells only. From flat indices, about half
+    the time of ``np.nonzero`` on a dense 300 x 20,000 mask, whose column
+    array is moreover a strided view.
+
+    Examples
+    --------
+    >>> starts, cols, y = observed_cells(np.array([[1, 0, 1], [0, 9, 1]]),
+    ...                                  np.array([[1, 1, 0], [0, 0, 1]], bool))
+    >>> starts.tolist(), cols.tolist(), y.tolist()
+    ([0, 2, 3], [0, 1, 2], [1.0, 0.0, 1.0])
+    """
+    n, m = O.shape
+    flat = np.flatnonzero(O)
+    y = np.take(Y, flat).astype(float, copy=False)
+    starts = np.searchsorted(flat, np.arange(n + 1) * m)
+    cols = flat - np.repeat(np.arange(n) * m, np.diff(starts))
+    return starts, cols, y
 
 
 def finite_items(data: ResponseData) -> np.ndarray:
