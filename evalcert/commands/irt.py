@@ -165,7 +165,11 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
             raise InputError(f"--out-dir {folder} is a file; give a folder")
         if not folder.parent.is_dir():
             raise InputError(f"--out-dir {folder}: its parent folder does not exist")
-        folder.mkdir(exist_ok=True)
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError as exc:              # read-only or special file system
+            raise InputError(f"--out-dir {folder}: cannot create it ({exc.strerror}); "
+                             "give a folder you can write to") from None
         for name in names:
             paths[f"--out-dir ({name})"] = str(folder / name)
             suffixes[f"--out-dir ({name})"] = (Path(name).suffix,)

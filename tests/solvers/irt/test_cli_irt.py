@@ -81,6 +81,15 @@ def test_fit_prints_ranking_and_writes_tables(wide, tmp_path, capsys):
     _refused(["irt", "fit", wide, "--json", wide], capsys, "input")
 
 
+def test_out_dir_that_cannot_be_created_is_refused_before_the_fit(wide, tmp_path, capsys,
+                                                                   monkeypatch):
+    """A parent that exists but refuses the folder (read-only mount, /proc): one line, code 2."""
+    def read_only(self, *args, **kwargs):
+        raise OSError(30, "Read-only file system")
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    _refused(["irt", "fit", wide, "--out-dir", tmp_path / "new"], capsys, "cannot create it")
+
+
 def test_score_verb_matches_the_library(wide, tmp_path, capsys):
     table = pd.read_csv(wide, index_col=0)
     est = TwoPL().fit(table)
