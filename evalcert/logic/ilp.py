@@ -325,7 +325,7 @@ class HighsModel:
     >>> x = prob.add_variable("x", 0, 3, cat="Integer")
     >>> prob += 2 * x <= 5, "cap"
     >>> model = HighsModel(prob)
-    >>> model.solve(), model.values()[0]
+    >>> model.solve(), abs(model.values()[0])  # abs: HiGHS may return -0.0
     ('Optimal', 0.0)
     >>> model.set_objective({0: 1.0}, maximize=True)
     >>> model.solve(), model.values()[0], model.solve(relax=True), model.values()[0]
