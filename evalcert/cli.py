@@ -19,6 +19,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import shlex
 import sys
 from typing import Sequence
 
@@ -100,6 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help, --version or a bad option
             sys.stdout.flush()
             return exc.code if isinstance(exc.code, int) else 2
+        args.command_line = shlex.join(["evalcert", *(sys.argv[1:] if argv is None
+                                                      else argv)])
         status = int(args.func(args) or 0)
         sys.stdout.flush()
         return status

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["to_jsonable", "ResultMixin", "Timings", "Stopwatch", "format_table"]
+__all__ = ["to_jsonable", "ResultMixin", "PageMixin", "Timings", "Stopwatch", "format_table"]
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -91,6 +91,30 @@ class ResultMixin:
 
     def __str__(self) -> str:
         return self.summary()
+
+
+class PageMixin:
+    """``to_html()`` and ``_repr_html_`` for results that have a report page.
+
+    Thin: both call :mod:`evalcert.report` (imported on first use), so a notebook shows the
+    page that ``evalcert VERB --html FILE`` writes.
+    """
+
+    def to_html(self, path: str | None = None, **context: Any) -> str:
+        """The self-contained HTML page of this result (also written to ``path`` if given).
+
+        ``context`` goes to the page function: ``source=`` (the file read), ``command=``
+        (the command line that reproduces it), and per result what it knows about (see
+        :mod:`evalcert.report`).
+        """
+        from evalcert.report import to_html
+
+        return to_html(self, path, **context)
+
+    def _repr_html_(self) -> str:
+        from evalcert.report import repr_html
+
+        return repr_html(self)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,7 +54,7 @@ from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, R
 from evalcert.benchmarking.report import check_report_paths, machine_info, write_report
 from evalcert.errors import InputError
 from evalcert.parallel import parallel_map
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import Tolerance, qp_certificate
 
@@ -194,7 +194,7 @@ def run_one(task: tuple[QPProblem | StandardQP | IlpProblem, Backend, Profile, f
 
 
 @dataclasses.dataclass(frozen=True)
-class BenchmarkResult(ResultMixin):
+class BenchmarkResult(PageMixin, ResultMixin):
     """Every run of a benchmark and its summaries.
 
     Attributes

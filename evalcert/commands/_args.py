@@ -19,10 +19,21 @@ import math
 
 __all__ = ["positive_int", "nonnegative_int", "int_range", "float_range", "finite_float",
            "positive_float", "nonnegative_float", "probability", "open_probability", "fraction",
-           "OUTPUT_FLAGS_HELP", "PLOT_SUFFIXES"]
+           "OUTPUT_FLAGS_HELP", "PLOT_SUFFIXES", "HTML_SUFFIXES", "add_html_option"]
 
 #: the ``--force`` help text every verb that writes files uses
 OUTPUT_FLAGS_HELP = "overwrite existing output files (never an input file)"
+
+#: the extensions ``--html`` accepts
+HTML_SUFFIXES = (".html", ".htm")
+
+
+def add_html_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--html PAGE.html``: one self-contained page of the run (evalcert.report)."""
+    parser.add_argument("--html", default=None, metavar="PAGE.html",
+                        help="write one self-contained HTML page of the run (verdict first, "
+                             "figures, tables, inputs, versions, the command; works offline)")
+
 
 #: plot formats matplotlib's Agg canvas writes, checked before any work runs
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif",

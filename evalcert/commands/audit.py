@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalcert.commands._args import int_range, nonnegative_int
+from evalcert.commands._args import HTML_SUFFIXES, add_html_option, int_range, nonnegative_int
 
 __all__ = ["register", "run"]
 
@@ -70,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--key", default=None,
                         help="answer-key label counts for --squares, e.g. 8,9,8")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
+    add_html_option(parser)
     parser.add_argument("--full-curve", action="store_true",
                         help="include every key's value in the JSON (large at real size)")
     parser.add_argument("--csv", default=None,
@@ -132,10 +133,10 @@ def run(args: argparse.Namespace) -> int:
 
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
-                   "--squares": args.squares},
+                   "--squares": args.squares, "--html": args.html},
                   inputs=[args.path], force=args.force,
                   suffixes={"--json": (".json",), "--plot": images, "--csv": (".csv",),
-                            "--squares": images})
+                            "--squares": images, "--html": HTML_SUFFIXES})
     report = run_audit(
         args.path, args.threshold, m=args.m, fmt=args.format, labels=args.labels,
         graders=args.graders.split(",") if args.graders else None,
@@ -147,10 +148,16 @@ def run(args: argparse.Namespace) -> int:
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
-        verbose=args.verbose)
+        verbose=args.verbose, curve=args.html is not None)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
     print(report.summary(panel=args.panel, bounds=args.bounds))
     if args.json is not None:
         report.write_json(args.json, full_curve=args.full_curve)
+    if args.html is not None:
+        from evalcert.report import write_page
+
+        write_page(report, args.html, source=args.path,
+                   command=getattr(args, "command_line", None))
+        print(f"wrote {args.html}", file=sys.stderr)
     return 0

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, int_range, nonnegative_float, positive_float
+from evalcert.commands._args import (HTML_SUFFIXES, OUTPUT_FLAGS_HELP, add_html_option,
+                                     int_range, nonnegative_float, positive_float)
 
 # Names only, so that building the parser imports no solver: tests/test_startup.py checks
 # them against evalcert.benchmarking.FAMILIES and PROFILES.
@@ -46,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="smaller sizes and one seed (under two minutes on two cores)")
     parser.add_argument("--out", default="bench_out", help="output folder (default bench_out)")
     parser.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_html_option(parser)
     parser.add_argument("--data-dir", default=None, metavar="FOLDER",
                         help="folder with the real peer-prediction matrices (default: the "
                              "source checkout's ../shared/data; without them the real family "
@@ -95,6 +97,8 @@ def command_line(args: argparse.Namespace) -> str:
         words += ["--joblib-backend", args.joblib_backend]
     if args.no_memory:
         words.append("--no-memory")
+    if getattr(args, "html", None):
+        words += ["--html", args.html]
     return shlex.join(words)
 
 
@@ -119,7 +123,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from evalcert.benchmarking import bench
+    from evalcert.outputs import check_outputs
 
+    check_outputs({"--html": args.html}, force=args.force, suffixes={"--html": HTML_SUFFIXES})
     result = bench(args.family, args.backends, args.profile, quick=args.quick, out=args.out,
                    data_dir=None if args.data_dir is None else Path(args.data_dir),
                    force=args.force, command=command_line(args), shift=args.shift,
@@ -128,4 +134,9 @@ def run(args: argparse.Namespace) -> int:
     print(result.summary())
     print(f"report written to {args.out}/report.md (with runs.csv, profile_*.png and, for "
           "the sparse family, scaling.png)")
+    if args.html is not None:
+        from evalcert.report import write_page
+
+        write_page(result, args.html, command=command_line(args))
+        print(f"wrote {args.html}")
     return 0

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, float_range, fraction,
+from evalcert.commands._args import (HTML_SUFFIXES, OUTPUT_FLAGS_HELP, PLOT_SUFFIXES,
+                                     add_html_option, float_range, fraction,
                                      int_range, nonnegative_int, open_probability,
                                      positive_int)
 from evalcert.errors import InputError
@@ -55,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     curl.add_argument("--plot", default=None, help="write the ECDF figure (Fig. 1) here "
                                                    "(.png, .pdf, .svg, ...)")
     curl.add_argument("--json", default=None, help="write the result as JSON here")
+    add_html_option(curl)
     curl.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     curl.set_defaults(func=run_curl)
 
@@ -124,8 +126,9 @@ def run_curl(args: argparse.Namespace) -> int:
     from evalcert.diagnostics.curl import curl_test
     from evalcert.outputs import check_outputs
 
-    check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.scores],
-                  force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
+    check_outputs({"--plot": args.plot, "--json": args.json, "--html": args.html},
+                  inputs=[args.scores], force=args.force,
+                  suffixes={"--plot": PLOT_SUFFIXES, "--html": HTML_SUFFIXES})
     S = read_scores(args.scores)
     result = curl_test(S, n_rectangles=args.rectangles, seed=args.seed, n_boot=args.boot)
     print(result.summary())
@@ -136,6 +139,12 @@ def run_curl(args: argparse.Namespace) -> int:
         print(f"ECDF written to {args.plot}")
     if args.json is not None:
         result.to_json(args.json)
+    if args.html is not None:
+        from evalcert.report import write_page
+
+        write_page(result, args.html, scores=S, source=args.scores,
+                   command=getattr(args, "command_line", None))
+        print(f"wrote {args.html}")
     return 0
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
+from evalcert.commands._args import (HTML_SUFFIXES, OUTPUT_FLAGS_HELP, add_html_option,
+                                     float_range)
 
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
 SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos", "qpsolvers-piqp",
@@ -31,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="backend (default native; osqp..ecos go through CVXPY, qpsolvers-* "
                         "through qpsolvers)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
+    add_html_option(p)
     p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
     p.set_defaults(func=run)
 
@@ -41,7 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from evalcert.solvers.backends import check_qp_backend
     from evalcert.solvers.clipped_linear import ClippedLinear
 
-    check_outputs({"--json": args.json}, inputs=[args.scores], force=args.force)
+    check_outputs({"--json": args.json, "--html": args.html}, inputs=[args.scores],
+                  force=args.force, suffixes={"--html": HTML_SUFFIXES})
     check_qp_backend(args.solver)
     S = read_scores(args.scores, format=args.format)
     model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
@@ -49,4 +52,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         model.result_.to_json(args.json)
         print(f"\nwrote {args.json}")
+    if args.html:
+        from evalcert.report import write_page
+
+        write_page(model.result_, args.html, scores=S, source=args.scores, fmt=args.format,
+                   command=getattr(args, "command_line", None))
+        print(f"wrote {args.html}")
     return 0

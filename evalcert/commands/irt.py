@@ -17,7 +17,8 @@ import sys
 import warnings
 from pathlib import Path
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_float,
+from evalcert.commands._args import (HTML_SUFFIXES, OUTPUT_FLAGS_HELP, PLOT_SUFFIXES,
+                                     add_html_option, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
                                      positive_float, positive_int, probability)
 from evalcert.errors import InputError
@@ -73,6 +74,7 @@ def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = 
                            header=not args.no_header, transpose=args.transpose,
                            model_col=args.model_col, item_col=args.item_col,
                            response_col=args.response_col)
+    args.read_description = table.describe()
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
 
@@ -156,8 +158,9 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
     """Check every output path up front; ``--out-dir`` is created if its parent exists."""
     from evalcert.outputs import check_outputs
 
-    paths = {"--json": getattr(args, "json", None), "--plot": getattr(args, "plot", None)}
-    suffixes = {"--json": (".json",), "--plot": PLOT_SUFFIXES}
+    paths = {"--json": getattr(args, "json", None), "--plot": getattr(args, "plot", None),
+             "--html": getattr(args, "html", None)}
+    suffixes = {"--json": (".json",), "--plot": PLOT_SUFFIXES, "--html": HTML_SUFFIXES}
     out_dir = getattr(args, "out_dir", None)
     if out_dir:
         folder = Path(out_dir)
@@ -227,7 +230,15 @@ def _fit(args: argparse.Namespace) -> int:
 
         plot_item_curves(item_parameters(est), abilities=est.abilities_, path=path)
 
-    return _finish(args, est.result_, plot)
+    status = _finish(args, est.result_, plot)
+    if args.html:
+        from evalcert.report import write_page
+
+        write_page(est.result_, args.html, responses=table, estimator=est,
+                   source=args.responses, fmt=args.format, read=args.read_description,
+                   command=getattr(args, "command_line", None))
+        print(f"wrote {args.html}")
+    return status
 
 
 def _holdout(args: argparse.Namespace) -> int:
@@ -366,8 +377,10 @@ def _floor(text: str) -> float:
 
 
 def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
-                    out_dir: bool = False) -> None:
+                    out_dir: bool = False, html: bool = False) -> None:
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the result as JSON")
+    if html:
+        add_html_option(p)
     if out_dir:
         p.add_argument("--out-dir", default=None, metavar="DIR",
                        help="write models.csv and items.csv (estimates with SEs) there")
@@ -389,7 +402,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _input_options(p)
     _model_options(p)
     _output_options(p, plot="item characteristic and information curves (rasch, 2pl, 3pl)",
-                    out_dir=True)
+                    out_dir=True, html=True)
     p.set_defaults(func=_quiet(_fit))
 
     p = verbs.add_parser("holdout", help="held-out AUC under a masking scheme")

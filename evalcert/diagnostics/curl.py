@@ -45,7 +45,7 @@ from scipy.special import logit, ndtri
 
 from evalcert.data import ScoreMatrix
 from evalcert.errors import InputError
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 
 __all__ = ["LINKS", "link_transform", "sample_rectangles", "rectangle_deviation", "score_grid",
            "LinkDifference", "CurlResult", "curl_test"]
@@ -289,7 +289,7 @@ class LinkDifference(ResultMixin):
 
 
 @dataclasses.dataclass(frozen=True)
-class CurlResult(ResultMixin):
+class CurlResult(PageMixin, ResultMixin):
     """Outcome of :func:`curl_test`.
 
     Attributes

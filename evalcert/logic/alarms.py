@@ -35,7 +35,7 @@ import numpy as np
 from evalcert.logic.qcomplex import Bounds, qcomplex_array, qcomplex_bounds, qcomplex_size
 from evalcert.logic.qcomplex import iter_qcomplex
 from evalcert.logic.summaries import Decisions, LabelCounts, as_label_counts, as_threshold
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 
 __all__ = ["MinMaxCurve", "AlarmResult", "best_correct", "key_value", "alarm_threshold",
            "attaining_keys", "binding_pairs", "minmax_curve", "alarm"]
@@ -233,7 +233,7 @@ def minmax_curve(summaries: Any, *, lower: Sequence[int] | None = None,
 
 
 @dataclasses.dataclass(frozen=True)
-class AlarmResult(ResultMixin):
+class AlarmResult(PageMixin, ResultMixin):
     """Verdict of a no-knowledge alarm.
 
     Attributes

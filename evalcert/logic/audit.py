@@ -20,7 +20,7 @@ from evalcert.logic.alarms import AlarmResult, alarm, minmax_curve
 from evalcert.logic.bounds import METHOD_NAMES, LabelBounds, check_bounds_size, label_bounds
 from evalcert.logic.readers import load_audit_input
 from evalcert.logic.summaries import Decisions, LabelCounts
-from evalcert.results import ResultMixin, to_jsonable
+from evalcert.results import PageMixin, ResultMixin, to_jsonable
 
 __all__ = ["AuditReport", "run_audit", "panel_statement", "grader_label_bounds"]
 
@@ -77,7 +77,7 @@ CSV_COLUMNS = ("grader", "label", "key", "items", "method", "min_correct", "max_
 
 
 @dataclasses.dataclass(frozen=True)
-class AuditReport(ResultMixin):
+class AuditReport(PageMixin, ResultMixin):
     """Everything one audit computed.
 
     Attributes
@@ -183,8 +183,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
               upper: Sequence[int] | str | None = None, sequence: int = 1,
               label_thresholds: str | dict[str, Any] | None = None, grade: Any = None,
               squares: str | Path | None = None, squares_key: Sequence[int] | str | None = None,
-              with_bounds: bool = False, max_keys: int = 10, verbose: bool = False
-              ) -> AuditReport:
+              with_bounds: bool = False, max_keys: int = 10, verbose: bool = False,
+              curve: bool = False) -> AuditReport:
     """Read ``path`` and run the alarm of order ``m`` (``1``, ``2`` or ``"full"``).
 
     Output paths are the caller's to check (the CLI does it before calling); ``plot`` and
@@ -197,6 +197,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     first attaining key). ``csv`` (or ``with_bounds=True``, without a file) computes the
     per-(grader, label) accuracy ranges of :func:`grader_label_bounds` under the chosen M at
     the first ``max_keys`` attaining keys; the CSV has the columns ``CSV_COLUMNS``.
+    ``curve=True`` keeps the M=1 min-max curve in the result without drawing it (the HTML
+    page draws it), as ``plot`` does.
 
     Examples
     --------
@@ -260,9 +262,11 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         if len(key_sq) != len(data.labels) or min(key_sq) < 0 or sum(key_sq) != n_items:
             raise InputError(f"--key {squares_key}: give {len(data.labels)} counts >= 0 "
                              f"summing to Q = {n_items}, one per label {list(data.labels)}")
+    want_curve = plot is not None or (curve and (not isinstance(data, Decisions)
+                                                 or data.complete))
     curve = None
     if m == "1":
-        result = alarm(data, threshold, curves=plot is not None, **bounds)
+        result = alarm(data, threshold, curves=want_curve, **bounds)
         curve = result.curve
     elif m == "2":
         from evalcert.logic.pairs import alarm_m2
@@ -274,11 +278,11 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         result = alarm_full(data, threshold, solver=solver, verbose=verbose, **bounds)
     curve_summary = None
     extras: dict[str, Any] = {}
+    if want_curve and curve is None:
+        curve = minmax_curve(data, **bounds)
     if plot is not None:
         from evalcert.plots.alarms import plot_minmax_curve
 
-        if curve is None:
-            curve = minmax_curve(data, **bounds)
         plot_minmax_curve(curve, plot, alarm_result=result)
         notes += (f"min-max curve written to {plot}",)
     if curve is not None:

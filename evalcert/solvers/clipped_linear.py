@@ -31,7 +31,7 @@ import pandas as pd
 
 from evalcert.data import ScoreMatrix, bipartite_components
 from evalcert.errors import ConnectivityError, InputError, SolverError
-from evalcert.results import ResultMixin, Stopwatch, Timings, format_table
+from evalcert.results import PageMixin, ResultMixin, Stopwatch, Timings, format_table
 from evalcert.solvers.backends import CVXPY_SOLVERS, check_qp_backend
 from evalcert.solvers.backends.base import CostEstimate, SolveSettings, check_cost
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
@@ -174,7 +174,7 @@ def _cells(S: ScoreMatrix, sample_weight: Any) -> tuple[Design, np.ndarray, np.n
 
 
 @dataclasses.dataclass(frozen=True)
-class ClippedLinearResult(ResultMixin):
+class ClippedLinearResult(PageMixin, ResultMixin):
     """Everything about one Eq. 7 solve.
 
     Attributes

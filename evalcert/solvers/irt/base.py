@@ -26,7 +26,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 
 from evalcert.errors import ConvergenceError, InputError
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_responses
 
 __all__ = ["IRTResult", "IRTEstimator", "Bernoulli", "lbfgs", "softplus_sigmoid",
@@ -180,7 +180,7 @@ def softplus_sigmoid(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclasses.dataclass(frozen=True)
-class IRTResult(ResultMixin):
+class IRTResult(PageMixin, ResultMixin):
     """Outcome of one IRT fit: convergence, likelihood and every estimate.
 
     ``loglik_kind`` says which likelihood ``loglik`` is (joint, conditional,
