@@ -8,7 +8,7 @@ start fast and load CVXPY, PuLP or matplotlib only when used.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import importlib.abc
 import sys
@@ -84,6 +84,32 @@ _PUBLIC = {
     "ConvergenceError": "evalcert.errors",
     "BackendUnavailableError": "evalcert.errors",
 }
+
+if TYPE_CHECKING:  # the real types for type checkers (`X as X`: re-exported); lazy at run time
+    from evalcert.data import ScoreMatrix as ScoreMatrix
+    from evalcert.data_io import read_scores as read_scores  # evalcert.data re-exports it lazily
+    from evalcert.datasets.demo import demo_scores as demo_scores
+    from evalcert.solvers.clipped_linear import (ClippedLinear as ClippedLinear,
+                                                 ClippedLinearResult as ClippedLinearResult)
+    from evalcert.solvers.certificates import Certificate as Certificate, Tolerance as Tolerance
+    from evalcert.solvers.backends import available_backends as available_backends
+    from evalcert.solvers.gini_projection import gini_projection as gini_projection
+    from evalcert.solvers.irt import (Rasch as Rasch, TwoPL as TwoPL,
+                                      LogisticFactor as LogisticFactor, BetaIRT as BetaIRT,
+                                      JEIRT as JEIRT, ThreePL as ThreePL, IRTResult as IRTResult,
+                                      fit_irt as fit_irt)
+    from evalcert.logic import (alarm as alarm, alarm_m2 as alarm_m2, AlarmResult as AlarmResult,
+                                read_decisions as read_decisions, label_counts as label_counts)
+    from evalcert.diagnostics import (curl_test as curl_test, enforce_dcore as enforce_dcore,
+                                      bootstrap_fidelity as bootstrap_fidelity,
+                                      sparse_recovery as sparse_recovery)
+    from evalcert.benchmarking import bench as bench
+    from evalcert.errors import (EvalcertError as EvalcertError, InputError as InputError,
+                                 ConnectivityError as ConnectivityError,
+                                 InfeasibleError as InfeasibleError, SolverError as SolverError,
+                                 CertificateError as CertificateError,
+                                 ConvergenceError as ConvergenceError,
+                                 BackendUnavailableError as BackendUnavailableError)
 
 #: Subpackages reachable as attributes (``evalcert.logic``), imported on first use.
 _SUBPACKAGES = ("benchmarking", "data", "datasets", "diagnostics", "errors", "logic", "plots",
