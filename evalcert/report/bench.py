@@ -52,7 +52,7 @@ def page_from_bench(result: Any, *, command: str | None = None) -> Page:
                    "passes at the profile's tolerance and it finishes within the time limit. "
                    "Which backend to use, derived from the runs (it holds for these problems "
                    "on this machine):", facts,
-                   (Text("\n".join(lines) or "No runs.", "pre"),))
+                   (Text("\n".join(_plain_text(line) for line in lines) or "No runs.", "list"),))
     heads, rows = result.summary_rows()
     sections = [Section("Summary", (Table(tuple(heads), tuple(tuple(_plain(v) for v in r)
                                                               for r in rows),
@@ -62,7 +62,8 @@ def page_from_bench(result: Any, *, command: str | None = None) -> Page:
                         id="summary-section")]
     figures = tuple(Figure(figure_uri(plot_performance_profile(p)),
                            alt=f"performance profile {p.kind} {p.profile}",
-                           id=f"profile-{p.kind}-{p.profile}") for p in result.profiles)
+                           id=f"profile-{p.kind}-{p.profile}", half=True)
+                    for p in result.profiles)
     if figures:
         sections.append(Section("Performance profiles", (
             Text("Share of problems solved and certified within tau times the fastest "
@@ -89,6 +90,11 @@ def page_from_bench(result: Any, *, command: str | None = None) -> Page:
                            versions(solver_versions)),
                 subtitle=f"{n} runs on {s.get('n_problems')} problems in "
                          f"{result.wall_seconds:.1f} s")
+
+
+def _plain_text(line: str) -> str:
+    """A line of the Markdown verdict as plain text (no bullets, bold or code marks)."""
+    return line.lstrip("- ").replace("**", "").replace("`", "")
 
 
 def _plain(value: Any) -> Any:

@@ -55,14 +55,16 @@ class Figure:
     alt: str
     caption: str = ""
     id: str = ""
+    half: bool = False          #: half the page's width (two side by side)
 
 
 @dataclasses.dataclass(frozen=True)
 class Text:
-    """Plain text: ``"p"`` a paragraph, ``"pre"`` preformatted (the text summary)."""
+    """Plain text: ``"p"`` a paragraph, ``"pre"`` preformatted (the text summary), ``"note"``
+    a muted remark, ``"list"`` one bullet per line."""
 
     text: str
-    kind: Literal["p", "pre", "note"] = "p"
+    kind: Literal["p", "pre", "note", "list"] = "p"
 
 
 @dataclasses.dataclass(frozen=True)

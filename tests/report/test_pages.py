@@ -1,0 +1,213 @@
+"""The HTML page of every verb with ``--html``: its structure, that it is self-contained
+(nothing fetched, no script), and that the numbers it shows are the JSON's of the same run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import pickle
+import re
+import shlex
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from evalcert.cli import build_parser
+from tests._cli import run_cli
+from tests.report._html import Page, external_references
+
+VERBS = ("fit", "audit", "irt", "curl", "bench")
+MAX_BYTES = 2_000_000
+
+
+def _json(run):
+    return json.loads(run.json.read_text())
+
+
+def _close(shown: str, value: float) -> bool:
+    """The rounded number shown agrees with ``value`` to the digits shown."""
+    if shown in ("–", ""):
+        return value is None or not math.isfinite(value)
+    digits = shown.split("e")[0].split(".")[-1] if "." in shown else ""
+    scale = abs(value) if "e" in shown else 1.0
+    return abs(float(shown) - value) <= 0.51 * 10 ** -len(digits) * max(scale, 1e-300) + 1e-15
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_page_structure(pages, verb):
+    """Title, verdict first, sections with a table of contents, then the inputs, the exact
+    command and the versions."""
+    run = pages[verb]
+    text = run.text
+    page = Page(text)
+    assert text.startswith("<!DOCTYPE html>") and "<title>" in text
+    order = [text.index(f'id="{ident}"') for ident in ("verdict", "provenance")]
+    assert order == sorted(order)
+    assert page.texts["verdict"]
+    words = shlex.split(page.texts["command"])       # the command reproduces the run
+    assert words[0] == "evalcert"
+    parse = build_parser().parse_args
+    assert vars(parse(words[1:])) == vars(parse(run.argv))
+    versions = page.texts["versions"]
+    assert "evalcert 0." in versions and "numpy" in versions and "jinja2" in versions
+    for ident in re.findall(r'href="#([^"]+)"', text):      # every in-page link lands
+        assert f'id="{ident}"' in text
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_page_is_self_contained(pages, verb):
+    text = pages[verb].text
+    page = Page(text)
+    assert "script" not in page.tags and "link" not in page.tags and "iframe" not in page.tags
+    assert external_references(text, page) == []
+    images = [v for tag, name, v in page.urls if tag == "img"]
+    assert images and all(re.match(r"data:image/(svg\+xml|png);base64,", v) for v in images)
+    assert len(text.encode()) < MAX_BYTES
+
+
+def test_fit_numbers_equal_json(pages):
+    run = pages["fit"]
+    page, data = Page(run.text), _json(run)
+    cert = data["certificate"]
+    assert float(page.facts["objective"][1]) == data["objective"]
+    assert float(page.facts["suboptimality bound (abs)"][1]) == cert["suboptimality_bound"]
+    assert float(page.facts["certified lower bound"][1]) == cert["lower_bound"]
+    assert page.facts["binding groups"][0] == str(len(cert["binding"]))
+    theta = dict(zip(data["agents"], data["theta"]))
+    agents = [t for t, _ in page.column("ranking", "agent")]
+    values = page.column("ranking", "theta")
+    assert len(agents) == min(50, len(theta))
+    for name, (shown, exact) in zip(agents, values):
+        assert float(exact) == theta[name] and _close(shown, theta[name])
+    assert [float(v) for _, v in values] == sorted(theta.values(), reverse=True)[:len(values)]
+    rows = {r[0][0]: float(r[1][1]) for r in page.tables["certificate"]["rows"]}
+    assert rows["primal residual"] == cert["primal_residual"]
+    assert rows["duality gap (rel)"] == cert["relative_gap"]
+    verdict = "PASSED" if cert["passed"] else "FAILED"
+    assert f"Certificate {verdict}" in page.texts["verdict"]
+
+
+def test_audit_numbers_equal_json(pages):
+    run = pages["audit"]
+    page, data = Page(run.text), _json(run)
+    assert page.facts["T (exact threshold)"][1] == data["T"]
+    assert page.facts["x (level asked)"][1] == data["threshold"]
+    T = Fraction(data["T"])
+    assert page.facts["T (exact threshold)"][0] == f"{T} ({float(T):.4f})"
+    assert ("FIRES" if data["fires"] else "silent") in page.texts["verdict"]
+    keys = [[int(v) for _, v in row] for row in page.tables["keys"]["rows"]]
+    assert keys == data["attaining_keys"][:len(keys)] and keys
+    graders = {row[0][0]: row[1][0] for row in page.tables["graders"]["rows"]}
+    assert set(graders) == set(data["graders"])
+    for grader, label in data["binding"]:
+        assert label in graders[grader]
+    bounds = page.tables["bounds"]
+    assert len(bounds["rows"]) == len(data["bounds"]["rows"])
+    k = bounds["headers"].index("max_accuracy")
+    assert [r[k][0] for r in bounds["rows"]] == [r["max_accuracy"] for r in data["bounds"]["rows"]]
+
+
+def test_irt_numbers_equal_json(pages):
+    run = pages["irt"]
+    page, data = Page(run.text), _json(run)
+    theta = dict(zip(data["model_names"], data["parameters"]["abilities"]))
+    se = dict(zip(data["model_names"], data["standard_errors"]["abilities"]))
+    rows = page.tables["ranking"]["rows"]
+    assert [int(r[0][1]) for r in rows] == list(range(1, len(rows) + 1))
+    for row in rows:
+        name = row[1][0]
+        assert float(row[2][1]) == theta[name] and _close(row[2][0], theta[name])
+        assert float(row[3][1]) == se[name]
+        assert float(row[4][1]) == pytest.approx(theta[name] - 1.959963984540054 * se[name])
+    best = max(theta, key=theta.get)
+    assert rows[0][1][0] == best and best in page.texts["verdict"]
+    assert page.facts["converged"][0] == ("yes" if data["converged"] else "no")
+    assert float(page.facts["log-likelihood (marginal)"][1]) == data["loglik"]
+    assert {"forest", "item-map", "information"} <= set(page.texts)
+    assert "misfit" in page.tables or "No item misfits" in page.texts["misfit-section"]
+
+
+def test_curl_numbers_equal_json(pages):
+    run = pages["curl"]
+    page, data = Page(run.text), _json(run)
+    for row in page.tables["links"]["rows"]:
+        link = row[0][0]
+        assert float(row[1][1]) == data["median"][link] and _close(row[1][0], data["median"][link])
+        assert float(row[2][1]) == data["p95"][link]
+    best = min(data["median"], key=data["median"].get)
+    assert f"Most nearly additive: {best} link" in page.texts["verdict"]
+    diffs = page.tables["differences"]["rows"]
+    assert [float(r[1][1]) for r in diffs] == [d["estimate"] for d in data["differences"]]
+
+
+def test_bench_numbers_equal_runs_csv(pages, tmp_path):
+    run = pages["bench"]
+    page = Page(run.text)
+    out = run.argv[run.argv.index("--out") + 1]
+    with open(f"{out}/runs.csv", newline="") as fh:
+        records = list(csv.DictReader(fh))
+    successes = sum(r["success"] == "True" for r in records)
+    assert page.facts["runs"][1] == str(len(records))
+    assert page.facts["certified"][1] == str(successes)
+    solved = [r[3][0] for r in page.tables["summary-table"]["rows"]]
+    assert solved == [f"{successes}/{len(records)}"]
+
+
+def test_html_path_checked_before_any_work(tmp_path):
+    """Like --json: a wrong extension, an existing file without --force, or the input itself
+    are refused with one line and status 2 before the fit runs."""
+    from evalcert.datasets.demo import demo_scores
+
+    scores = tmp_path / "s.csv"
+    demo_scores(n_agents=5, n_items=8).to_frame().to_csv(scores, index_label="agent")
+    status, out, err = run_cli(["fit", str(scores), "--html", str(tmp_path / "page.txt")])
+    assert status == 2 and "--html" in err and ".html" in err and out == ""
+    (tmp_path / "page.html").write_text("mine")
+    status, out, err = run_cli(["curl", str(scores), "--html", str(tmp_path / "page.html")])
+    assert status == 2 and "exists" in err and (tmp_path / "page.html").read_text() == "mine"
+    status, _, err = run_cli(["irt", "fit", str(scores), "--html", str(scores)])
+    assert status == 2
+    status, _, err = run_cli(["bench", "--family", "ilp-m1", "--html", str(tmp_path / "x.pdf")])
+    assert status == 2 and "--html" in err
+
+
+def test_to_html_and_notebook_fragment():
+    """``result.to_html()`` is the page; ``_repr_html_`` the same content as one scoped
+    ``<div>`` (its CSS rules all start with ``.evalcert-page``, so the notebook keeps its
+    own style)."""
+    from evalcert import ClippedLinear, alarm
+    from evalcert.datasets.demo import demo_scores
+
+    result = ClippedLinear().fit(demo_scores(n_agents=6, n_items=10)).result_
+    page, fragment = result.to_html(), result._repr_html_()
+    assert page.startswith("<!DOCTYPE html>") and "<html" not in fragment
+    assert fragment.lstrip().startswith('<div class="evalcert-page">')
+    assert Page(page).facts["objective"] == Page(fragment).facts["objective"]
+    css = re.search(r"<style>(.*?)</style>", fragment, re.S).group(1)
+    selectors = re.findall(r"(?:^|})\s*([^{}]+?)\s*\{", css)
+    assert selectors and all(s.strip().startswith(".evalcert-page") for sel in selectors
+                             for s in sel.split(","))
+    res = alarm({"a": {"x": 3, "y": 1}, "b": {"x": 2, "y": 2}}, "1/2")
+    assert "Alarm" in res._repr_html_() and "Python session" in res.to_html()
+
+
+def test_page_escapes_names():
+    """Names from the user's file are text, never markup."""
+    from evalcert import ClippedLinear, ScoreMatrix
+
+    S = ScoreMatrix.from_array(np.array([[0.5, 0.1], [0.2, -0.3]]),
+                               agents=["<script>alert(1)</script>", "b"], items=["q1", "q2"])
+    text = ClippedLinear().fit(S).result_.to_html()
+    assert "<script>" not in text and "&lt;script&gt;" in text
+
+
+def test_results_with_pages_pickle_with_their_page(pages):
+    """A result sent to a worker or saved comes back with the same page."""
+    from evalcert import ClippedLinear
+    from evalcert.datasets.demo import demo_scores
+
+    result = ClippedLinear().fit(demo_scores(n_agents=5, n_items=8)).result_
+    again = pickle.loads(pickle.dumps(result))
+    assert Page(again.to_html()).facts == Page(result.to_html()).facts
