@@ -6,6 +6,11 @@ scheduler at ``scheduler="tcp://host:8786"`` (joblib's dask backend); ``ray``
 runs on Ray when it is installed. Results come back in the order of the
 inputs, so a sweep gives the same output on every backend.
 
+An enclosing ``joblib.parallel_config(...)`` is honoured: with ``backend=None`` (the default
+of :func:`parallel_map` and of the functions that call it) its backend is used, and with
+``n_jobs=None`` its number of workers; without one, ``loky`` on every core. A backend or
+``n_jobs`` passed explicitly wins.
+
 Large inputs every task needs (a :class:`~evalcert.data.ScoreMatrix`, a
 holdout) go in ``shared=``: each task receives them as extra arguments, and on
 Dask they are scattered once to every worker (``broadcast``) instead of being
@@ -30,7 +35,7 @@ from tqdm.auto import tqdm
 
 from evalcert.errors import BackendUnavailableError, InputError
 
-__all__ = ["BACKENDS", "parallel_map", "dask_client"]
+__all__ = ["BACKENDS", "parallel_map", "dask_client", "outer_config"]
 
 BACKENDS = ("loky", "dask", "ray")
 Backend = Literal["loky", "dask", "ray"]
@@ -95,8 +100,25 @@ def dask_client(scheduler: str | None = None, timeout: float | None = None) -> I
         yield client
 
 
-def _check(backend: str, n_jobs: int | None, scheduler: str | None) -> None:
-    if backend not in BACKENDS:
+def outer_config() -> dict[str, Any]:
+    """The settings of an enclosing ``joblib.parallel_config(...)`` that were set (empty when
+    none): ``backend``, ``n_jobs``, ...
+
+    Examples
+    --------
+    >>> outer_config()
+    {}
+    >>> with joblib.parallel_config(backend="threading", n_jobs=2):
+    ...     sorted(outer_config())
+    ['backend', 'n_jobs']
+    """
+    config = getattr(joblib.parallel._backend, "config", None) or {}
+    unset = type(joblib.parallel.default_parallel_config["backend"])
+    return {k: v for k, v in config.items() if not isinstance(v, unset)}
+
+
+def _check(backend: str | None, n_jobs: int | None, scheduler: str | None) -> None:
+    if backend is not None and backend not in BACKENDS:
         raise BackendUnavailableError(f"unknown backend {backend!r}; choose one of {BACKENDS}")
     if n_jobs is not None and (not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1):
         raise InputError(f"n_jobs must be a positive integer, -1 (all workers) or None; got {n_jobs!r}")
@@ -105,7 +127,7 @@ def _check(backend: str, n_jobs: int | None, scheduler: str | None) -> None:
 
 
 def parallel_map(func: Callable[..., Any], items: Iterable[Any], *,
-                 shared: Sequence[Any] = (), backend: Backend = "loky",
+                 shared: Sequence[Any] = (), backend: Backend | None = None,
                  n_jobs: int | None = None, scheduler: str | None = None,
                  progress: bool = True, desc: str | None = None) -> list[Any]:
     """Return ``[func(x, *shared) for x in items]``, computed in parallel.
@@ -120,11 +142,13 @@ def parallel_map(func: Callable[..., Any], items: Iterable[Any], *,
         Extra arguments of every call. On Dask they are scattered once to
         every worker (``client.scatter(..., broadcast=True)``), so a large score
         matrix travels once per worker, not once per task.
-    backend : {"loky", "dask", "ray"}
-        joblib backend.
+    backend : {"loky", "dask", "ray"}, optional
+        joblib backend; ``None``: the backend of an enclosing
+        ``joblib.parallel_config(...)``, else ``loky``.
     n_jobs : int, optional
-        Workers; ``None`` = all cores (loky) or all cluster workers (dask,
-        ray). ``n_jobs=1`` with ``loky`` runs in this process, in order.
+        Workers; ``None`` = the enclosing ``parallel_config``'s, else all cores (loky)
+        or all cluster workers (dask, ray). ``n_jobs=1`` with ``loky`` runs in this
+        process, in order.
     scheduler : str, optional
         Address of a Dask scheduler (``tcp://host:8786``) for ``backend="dask"``;
         default: the current ``distributed.Client``. An unreachable address
@@ -141,10 +165,18 @@ def parallel_map(func: Callable[..., Any], items: Iterable[Any], *,
     [1, 2, 3]
     >>> parallel_map(operator.mul, [1, 2, 3], shared=(10,), n_jobs=1, progress=False)
     [10, 20, 30]
+    >>> with joblib.parallel_config(backend="threading", n_jobs=2):  # the caller's choice
+    ...     parallel_map(abs, [-1, -2], progress=False)
+    [1, 2]
     """
     items = list(items)
     _check(backend, n_jobs, scheduler)
-    n_jobs = -1 if n_jobs is None else n_jobs
+    outer = outer_config()
+    settings: dict[str, Any] = {}
+    if backend is not None or "backend" not in outer:
+        backend = settings["backend"] = backend or "loky"
+    if n_jobs is not None or "n_jobs" not in outer:
+        settings["n_jobs"] = -1 if n_jobs is None else n_jobs
     with contextlib.ExitStack() as stack:
         params: dict[str, Any] = {}
         if backend == "dask":
@@ -156,7 +188,7 @@ def parallel_map(func: Callable[..., Any], items: Iterable[Any], *,
             except ImportError:
                 raise BackendUnavailableError("backend 'ray' needs ray; pip install ray") from None
             register_ray()
-        with joblib.parallel_config(backend=backend, n_jobs=n_jobs, **params):
+        with joblib.parallel_config(**settings, **params):
             results = joblib.Parallel(return_as="generator")(
                 joblib.delayed(func)(x, *shared) for x in items)
             return list(tqdm(results, total=len(items), disable=not progress, desc=desc))

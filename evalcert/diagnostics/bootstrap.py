@@ -227,7 +227,7 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
                        n_boot: int = 500, seed: int = 0,
                        reference_theta: np.ndarray | None = None,
                        partition: np.ndarray | None = None, confidence: float = 0.95,
-                       chunk_size: int = 50, backend: Backend = "loky",
+                       chunk_size: int = 50, backend: Backend | None = None,
                        n_jobs: int | None = 1, scheduler: str | None = None,
                        progress: bool = False) -> BootstrapResult:
     """Percentile bootstrap of the fidelity metrics over the training cells (App. D.4).
@@ -279,7 +279,7 @@ def bootstrap_fidelity(model: Any, S: ScoreMatrix, train: np.ndarray, holdout: n
     lower tail of the replicates.)
     """
     train, holdout = S.cell_mask(train), S.cell_mask(holdout)
-    in_process = backend == "loky" and n_jobs == 1
+    in_process = backend in (None, "loky") and n_jobs == 1
     run = _Run(model if in_process else copy.deepcopy(model), S, train, holdout,
                reference_theta, partition, in_process, uuid.uuid4().hex)
     model.fit(S.restrict(train))

@@ -262,7 +262,7 @@ def _failure_line(failures: Sequence[FailedFit], n_fits: int, shown: int = 3) ->
 
 
 def _sweep(protocol: _Protocol, configs: Sequence[tuple[str, dict[str, float]]],
-           seeds: Sequence[int], backend: Backend, n_jobs: int | None, scheduler: str | None,
+           seeds: Sequence[int], backend: Backend | None, n_jobs: int | None, scheduler: str | None,
            progress: bool, strict: bool) -> list[SparseRecoveryResult]:
     jobs = [(regime, params, s, strict) for regime, params in configs for s in seeds]
     runs = parallel_map(_run, jobs, shared=(protocol,), backend=backend, n_jobs=n_jobs,
@@ -288,7 +288,7 @@ def sparse_recovery(S: ScoreMatrix, regime: str = "nlogn", *, C: float | None = 
                     seeds: int | Sequence[int] = 50, partition: np.ndarray | None = None,
                     holdout_fraction: float = 0.2, holdout_seed: int = 0,
                     holdout_scheme: HoldoutScheme = "entrywise", d: int = 3, model: Any = None,
-                    backend: Backend = "loky", n_jobs: int | None = None,
+                    backend: Backend | None = None, n_jobs: int | None = None,
                     scheduler: str | None = None, progress: bool = True,
                     strict: bool = False) -> SparseRecoveryResult:
     """Sparse recovery under one regime over many sampling seeds (Tables 3-4).
@@ -369,7 +369,7 @@ class CoverageSweepResult(ResultMixin):
 def coverage_sweep(S: ScoreMatrix, configs: Sequence[tuple[str, Mapping[str, float]]], *,
                    seeds: int | Sequence[int] = 10, partition: np.ndarray | None = None,
                    holdout_fraction: float = 0.2, holdout_seed: int = 0, d: int = 3,
-                   model: Any = None, backend: Backend = "loky", n_jobs: int | None = None,
+                   model: Any = None, backend: Backend | None = None, n_jobs: int | None = None,
                    scheduler: str | None = None, progress: bool = True,
                    strict: bool = False) -> CoverageSweepResult:
     """Run :func:`sparse_recovery` for each ``(regime, params)`` on one shared holdout (Fig. 2).

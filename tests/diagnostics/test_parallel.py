@@ -106,3 +106,32 @@ def test_dask_sparse_recovery_via_scheduler_address_equals_loky(dask_client):
     remote = sparse_recovery(S, "nlogn", backend="dask", scheduler=dask_client.scheduler.address,
                              **kw)
     assert local.to_dict() == remote.to_dict()
+
+
+def _where(_):
+    import os
+    import threading
+
+    return os.getpid(), threading.current_thread() is threading.main_thread()
+
+
+def test_outer_parallel_config_is_honoured():
+    """``with joblib.parallel_config(backend="threading")`` around evalcert's parallel work
+    runs it on the caller's backend (threads of this process), not on evalcert's default
+    loky processes; an explicit ``backend=`` still wins."""
+    import os
+
+    import joblib
+
+    from evalcert.parallel import outer_config, parallel_map
+
+    assert outer_config() == {}
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        assert set(outer_config()) == {"backend", "n_jobs"}
+        where = parallel_map(_where, range(6), progress=False)
+        assert {pid for pid, _ in where} == {os.getpid()}
+        assert not any(main for _, main in where)          # worker threads, not this one
+        inline = parallel_map(_where, range(3), backend="loky", n_jobs=1, progress=False)
+        assert all(main for _, main in inline)             # explicit: loky in this process
+    with joblib.parallel_config(n_jobs=1):                 # only n_jobs set: loky, in process
+        assert all(main for _, main in parallel_map(_where, range(3), progress=False))
