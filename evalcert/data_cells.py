@@ -18,6 +18,7 @@ Example
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -119,6 +120,13 @@ class ConnectivityReport(ResultMixin):
     @property
     def is_connected(self) -> bool:
         return self.n_components == 1
+
+    def to_frame(self) -> Any:
+        """One row per connected component: its agents and items."""
+        import pandas as pd
+
+        return pd.DataFrame(self.component_sizes, columns=["agents", "items"]).rename_axis(
+            "component")
 
     def summary(self) -> str:
         rows = [(k, a, i) for k, (a, i) in enumerate(self.component_sizes)]

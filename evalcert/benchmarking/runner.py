@@ -241,6 +241,12 @@ class BenchmarkResult(PageMixin, ResultMixin):
                 for s in self.summaries]
         return heads, rows
 
+    def to_frame(self) -> Any:
+        """One row per run (the columns of ``runs.csv``)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.to_dict() for r in self.records])
+
     def summary(self) -> str:
         heads, rows = self.summary_rows()
         s = self.settings

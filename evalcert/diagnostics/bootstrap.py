@@ -95,6 +95,12 @@ class BootstrapResult(ResultMixin):
     n_redrawn: int
     replicates: dict[str, np.ndarray] = dataclasses.field(repr=False)
 
+    def to_frame(self) -> Any:
+        """One row per bootstrap replicate, one column per metric."""
+        import pandas as pd
+
+        return pd.DataFrame({k: np.asarray(v) for k, v in self.replicates.items()})
+
     def summary(self) -> str:
         rows = [(m, getattr(self.estimate, m), lo, hi) for m, (lo, hi) in self.intervals.items()]
         pct = f"{self.confidence:.0%}"

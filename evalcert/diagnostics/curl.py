@@ -38,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from scipy.special import logit, ndtri
@@ -344,6 +344,18 @@ class CurlResult(PageMixin, ResultMixin):
         """Sorted ``|Delta|`` and the ECDF heights ``k / n`` for ``link`` (Fig. 1)."""
         x = np.sort(self.abs_deviation[link])
         return x, np.arange(1, len(x) + 1) / len(x)
+
+    def to_frame(self) -> Any:
+        """One row per link: median and P95 of ``|Delta|`` (and of the predictions' curl)."""
+        import pandas as pd
+
+        table: dict[str, Any] = {"link": list(self.links),
+                                 "median": [self.median[k] for k in self.links],
+                                 "p95": [self.p95[k] for k in self.links]}
+        if self.prediction_median:
+            table["prediction_median"] = [self.prediction_median[k] for k in self.links]
+            table["prediction_p95"] = [self.prediction_p95[k] for k in self.links]
+        return pd.DataFrame(table)
 
     def summary(self) -> str:
         # The "(pred)" columns (Table 6) exist only when predictions were passed; without

@@ -239,6 +239,14 @@ class SparseRecoveryResult(ResultMixin):
         """Mean over seeds of ``metric`` (``coverage``, ``rmse``, ``spearman``, ...)."""
         return _stats(self.runs, metric)[0]
 
+    def to_frame(self) -> Any:
+        """One row per seed that fitted: the seed and its fidelity metrics."""
+        import pandas as pd
+
+        failed = {f.seed for f in self.failures}
+        seeds = [s for s in self.seeds if s not in failed]
+        return pd.DataFrame([{"seed": s, **m.to_dict()} for s, m in zip(seeds, self.runs)])
+
     def summary(self) -> str:
         params = ", ".join(f"{k}={v:g}" for k, v in self.params.items())
         rows = [(m, getattr(self.dense, m), *_stats(self.runs, m)) for m in _METRICS
@@ -355,6 +363,13 @@ class CoverageSweepResult(ResultMixin):
 
     points: tuple[SparseRecoveryResult, ...]
 
+    def to_frame(self) -> Any:
+        """One row per setting and seed (regime, its parameters, seed, metrics)."""
+        import pandas as pd
+
+        return pd.concat([p.to_frame().assign(regime=p.regime, **p.params)
+                          for p in self.points], ignore_index=True)
+
     def summary(self) -> str:
         rows = [(p.regime, ", ".join(f"{k}={v:g}" for k, v in p.params.items()),
                  p.mean("coverage"), p.mean("rmse"), _stats(p.runs, "rmse")[1])
@@ -420,6 +435,13 @@ class BaselineComparisonResult(ResultMixin):
     metrics: dict[str, FidelityMetrics]
     seconds: dict[str, float]
     coverage: float
+
+    def to_frame(self) -> Any:
+        """One row per method: its fidelity metrics and seconds."""
+        import pandas as pd
+
+        return pd.DataFrame([{"method": k, **m.to_dict(), "seconds": self.seconds.get(k)}
+                             for k, m in self.metrics.items()])
 
     def summary(self) -> str:
         rows = [(name, m.rmse, m.spearman, m.kendall,

@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -95,6 +96,13 @@ class TVDMIScores(ResultMixin):
     def matrix(self, bounds: tuple[float, float] = (-1.0, 1.0)) -> ScoreMatrix:
         """Training scores as a :class:`ScoreMatrix`."""
         return ScoreMatrix(self.scores, self.agents, self.items, bounds)
+
+    def to_frame(self) -> Any:
+        """Agents x items training scores (NaN where unscored)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.scores, index=pd.Index(self.agents, name="agent"),
+                            columns=list(self.items))
 
     def summary(self) -> str:
         K, J = self.scores.shape

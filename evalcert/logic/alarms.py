@@ -198,6 +198,14 @@ class MinMaxCurve(ResultMixin):
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, self.label_numer[:, label] / np.maximum(den, 1), np.nan)
 
+    def to_frame(self) -> Any:
+        """One row per answer key: its label counts and ``v(q)`` (exact numerator and
+        denominator, and as a float)."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.keys, columns=list(self.labels))
+        return frame.assign(numer=self.numer, denom=self.denom, value=self.values())
+
     def summary(self) -> str:
         v = self.values()
         k_max, k_min = int(np.argmax(v)), int(np.argmin(v))
@@ -292,6 +300,13 @@ class AlarmResult(PageMixin, ResultMixin):
     n_solves: int = 0
     seconds: float = 0.0
     witness: dict[str, Any] | None = None
+
+    def to_frame(self) -> Any:
+        """The listed answer keys attaining ``T``: one row per key, one column per label."""
+        import pandas as pd
+
+        return pd.DataFrame(list(self.attaining_keys), columns=list(self.labels),
+                            dtype="int64")
 
     def summary(self) -> str:
         verdict = "FIRES" if self.fires else "silent"

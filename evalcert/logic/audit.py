@@ -126,6 +126,11 @@ class AuditReport(PageMixin, ResultMixin):
     spec: dict[str, Any] | None = None
     bounds: LabelBounds | None = None
 
+    def to_frame(self) -> Any:
+        """The per-(grader, label) accuracy ranges when computed (``bounds``), else the
+        answer keys attaining ``T``."""
+        return self.bounds.to_frame() if self.bounds is not None else self.result.to_frame()
+
     def summary(self, panel: bool = False, bounds: bool = False) -> str:
         text = self.result.summary()
         if panel:

@@ -160,6 +160,12 @@ class LabelBounds(ResultMixin):
                     out.append(row)
         return out
 
+    def to_frame(self) -> Any:
+        """:meth:`rows` as a DataFrame (accuracies as ``"p/q"`` strings, exact)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows())
+
     def summary(self) -> str:
         free = self.free_min_correct is not None
         rows = [[r["key"], r["grader"], r["label"], r["items"],

@@ -88,6 +88,13 @@ class LabelCounts(ResultMixin):
         """Counts as an ``(N, R)`` int64 array."""
         return np.array(self.counts, dtype=np.int64)
 
+    def to_frame(self) -> Any:
+        """Graders x labels: how many items each grader gave each label."""
+        import pandas as pd
+
+        return pd.DataFrame(list(self.counts), index=pd.Index(self.graders, name="grader"),
+                            columns=list(self.labels))
+
     def summary(self) -> str:
         rows = [[g, *c, sum(c)] for g, c in zip(self.graders, self.counts)]
         return format_table(rows, ["grader", *self.labels, "Q"])
@@ -222,6 +229,16 @@ class Decisions(ResultMixin):
         r = len(self.labels)
         arr = self._require_complete("M=2 (pair counts)")
         return np.bincount(arr[:, i] * r + arr[:, j], minlength=r * r).reshape(r, r)
+
+    def to_frame(self) -> Any:
+        """Items x graders: each decision's label (missing where a grader skipped)."""
+        import pandas as pd
+
+        labels = np.array([*self.labels, None], dtype=object)
+        codes = np.asarray(self.codes, dtype=np.int64).reshape(len(self.items),
+                                                               len(self.graders))
+        return pd.DataFrame(labels[np.where(codes < 0, len(self.labels), codes)],
+                            index=pd.Index(self.items, name="item"), columns=list(self.graders))
 
     def summary(self) -> str:
         head = (f"{len(self.items)} items x {len(self.graders)} graders, labels "

@@ -236,6 +236,13 @@ class ClippedLinearResult(PageMixin, ResultMixin):
                              "agent": [self.agents[k] for k in order],
                              "theta": self.theta[order]})
 
+    def to_frame(self, what: str = "agents") -> pd.DataFrame:
+        """The estimates as a table: ``"agents"`` (agent, theta; data order) or ``"items"``
+        (item, b)."""
+        if what == "items":
+            return pd.DataFrame({"item": list(self.items), "b": self.b})
+        return pd.DataFrame({"agent": list(self.agents), "theta": self.theta})
+
     def summary(self, max_agents: int = 40) -> str:
         rank = self.ranking().head(max_agents)
         lines = [f"clipped-linear fit (Eq. 7): {len(self.agents)} agents x {len(self.items)} items, "

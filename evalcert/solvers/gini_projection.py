@@ -154,6 +154,14 @@ class GiniProjectionResult(ResultMixin):
     clipped_linear: ClippedLinearResult | None = None
     solver_deviation: float | None = None
 
+    def to_frame(self, what: str = "agents") -> "pd.DataFrame":
+        """The estimates as a table: ``"agents"`` (agent, theta) or ``"items"`` (item, b)."""
+        import pandas as pd
+
+        if what == "items":
+            return pd.DataFrame({"item": list(self.items), "b": self.b})
+        return pd.DataFrame({"agent": list(self.agents), "theta": self.theta})
+
     def summary(self) -> str:
         K, J = self.s.shape
         head = (f"Gini projection (Prop. 4.1), {self.method} form: {K} agents x {J} items, "

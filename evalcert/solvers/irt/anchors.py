@@ -186,6 +186,13 @@ class AnchorResult(ResultMixin):
     n_train: int
     seed: int
 
+    def to_frame(self) -> Any:
+        """One row per held-out model: its true accuracy and each estimate of it."""
+        import pandas as pd
+
+        return pd.DataFrame({"model": list(self.test_models), "true_accuracy": self.true_accuracy,
+                             **{k: np.asarray(v) for k, v in self.estimates.items()}})
+
     def summary(self) -> str:
         head = (f"{self.n_anchors} of {self.n_items} items as anchors ({self.selection}), "
                 f"{self.model} {self.method} calibrated on {self.n_train} models, "

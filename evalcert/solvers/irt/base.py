@@ -225,6 +225,27 @@ class IRTResult(PageMixin, ResultMixin):
     solver: str = ""
     stationarity: float = float("nan")
 
+    def to_frame(self, what: str = "models") -> Any:
+        """The estimates as a DataFrame: ``"models"`` (model, ability[_k], se...) or
+        ``"items"`` (item, one column per item parameter and its SE), in data order."""
+        import pandas as pd
+
+        names = self.model_names if what == "models" else self.item_names
+        table: dict[str, Any] = {what[:-1]: list(names)}
+        for key, value in self.parameters.items():
+            v = np.asarray(value, dtype=float)
+            if v.ndim == 0 or v.shape[0] != len(names) or (what == "models") != (key ==
+                                                                                   "abilities"):
+                continue
+            se = self.standard_errors.get(key)
+            for k, column in enumerate(v.T if v.ndim == 2 else [v]):
+                suffix = f"_{k}" if v.ndim == 2 else ""
+                table[key + suffix] = column
+                if se is not None:
+                    table[f"{key}_se{suffix}"] = np.asarray(se, float).T[k] if v.ndim == 2 \
+                        else np.asarray(se, float)
+        return pd.DataFrame(table)
+
     def summary(self) -> str:
         head = [("model", self.model), ("method", self.method), ("solver", self.solver),
                 ("converged", self.converged), ("iterations", self.n_iter),

@@ -162,6 +162,13 @@ class LRTestResult(ResultMixin):
     p_value: float
     notes: tuple[str, ...] = ()
 
+    def to_frame(self) -> Any:
+        """Two rows, the restricted and the general fit: likelihood, parameters, AIC, BIC."""
+        import pandas as pd
+
+        return pd.DataFrame([self.restricted.to_dict(), self.general.to_dict()],
+                            index=pd.Index(["restricted", "general"], name="fit"))
+
     def summary(self) -> str:
         rows = [(s.model, s.method, s.loglik_kind, s.loglik, s.n_parameters, s.aic, s.bic)
                 for s in (self.restricted, self.general)]

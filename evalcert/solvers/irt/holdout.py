@@ -181,6 +181,13 @@ class CVResult(ResultMixin):
     best: Any
     n_folds: int
 
+    def to_frame(self) -> Any:
+        """One row per candidate value: mean held-out log loss and AUC."""
+        import pandas as pd
+
+        return pd.DataFrame({self.param: list(self.values), "log_loss": list(self.log_loss),
+                             "auc": list(self.auc)})
+
     def summary(self) -> str:
         rows = [(v, ll, a, "*" if v == self.best else "")
                 for v, ll, a in zip(self.values, self.log_loss, self.auc)]

@@ -107,6 +107,15 @@ class FitResult(ResultMixin):
             np.abs(np.nan_to_num(table["infit_t"])) > self.threshold)
         return [names[k] for k in np.flatnonzero(bad)]
 
+    def to_frame(self, what: str = "items") -> Any:
+        """Infit/outfit mean squares and t per item (``"items"``) or per model (``"models"``)."""
+        import pandas as pd
+
+        names = self.item_names if what == "items" else self.model_names
+        table = self.items if what == "items" else self.models
+        return pd.DataFrame({what[:-1]: list(names), **{k: np.asarray(v) for k, v in
+                                                          table.items()}})
+
     def summary(self, limit: int = 15) -> str:
         parts = []
         for which, names in (("items", self.item_names), ("models", self.model_names)):

@@ -81,6 +81,13 @@ class ScoreResult(ResultMixin):
     item_model: str
     notes: tuple[str, ...] = ()
 
+    def to_frame(self) -> Any:
+        """One row per scored model: ability, standard error, items used."""
+        import pandas as pd
+
+        return pd.DataFrame({"model": list(self.model_names), "ability": self.abilities,
+                             "se": self.standard_errors, "n_items_used": self.n_items_used})
+
     def summary(self) -> str:
         order = np.argsort(-np.nan_to_num(self.abilities, nan=-np.inf), kind="stable")
         rows = [(k + 1, self.model_names[i], float(self.abilities[i]),
