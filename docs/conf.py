@@ -54,6 +54,7 @@ extensions = [
     "sphinx_gallery.gen_gallery",
     "cli_reference",
     "public_names",
+    "report_examples",
 ]
 
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "tutorials/README.rst"]

@@ -53,6 +53,18 @@ def test_build_has_every_page(site):
     assert len(list((site / "papers").glob("*.html"))) >= 5  # index + one page per paper
 
 
+def test_one_example_report_page_per_job(site):
+    """docs/reports.rst links one page per job, made by ``--html`` at build time; each is a
+    self-contained page under 2 MB."""
+    text = (site / "reports.html").read_text(encoding="utf-8")
+    for job in ("fit", "audit", "irt", "curl", "bench"):
+        page = site / "reports" / f"{job}.html"
+        assert f'href="reports/{job}.html"' in text, job
+        html = page.read_text(encoding="utf-8")
+        assert 'id="verdict"' in html and "<script" not in html
+        assert page.stat().st_size < 2_000_000, (job, page.stat().st_size)
+
+
 @pytest.mark.parametrize("tutorial", TUTORIALS)
 def test_tutorial_executed_with_figure(site, tutorial):
     html = (site / "auto_tutorials" / f"{tutorial}.html").read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ picks the page function for a result; each job has one small ``page_from_...`` f
 (:mod:`evalcert.report.fit`, :mod:`~evalcert.report.audit`, :mod:`~evalcert.report.irt`,
 :mod:`~evalcert.report.curl`, :mod:`~evalcert.report.bench`) that builds a generic
 :class:`~evalcert.report.page.Page` (title, verdict, sections of tables, figures and text,
-provenance) for :func:`~evalcert.report.render.render`.
+provenance) for :func:`~evalcert.report.rendering.render`.
 
 Examples
 --------
@@ -33,7 +33,7 @@ from typing import Any
 
 from evalcert.report.page import (Facts, Figure, Page, Provenance, Section, Table, Text,
                                   Verdict)
-from evalcert.report.render import render, render_fragment, write_html
+from evalcert.report.rendering import render, render_fragment, write_html
 
 __all__ = ["Page", "Verdict", "Section", "Table", "Figure", "Text", "Facts", "Provenance",
            "page_for", "to_html", "repr_html", "render", "render_fragment", "write_html",

@@ -2,7 +2,7 @@
 
 Every page of :mod:`evalcert.report` is a :class:`Page` built from a result object by a small
 ``page_from_...`` function, then rendered by one Jinja2 template
-(:func:`evalcert.report.render.render`). The blocks are data, not HTML: a :class:`Table`
+(:func:`evalcert.report.rendering.render`). The blocks are data, not HTML: a :class:`Table`
 keeps its numbers (each shown rounded, with the full value in the cell's ``data-value``), a
 :class:`Figure` its image as a ``data:`` URI, a :class:`Text` plain text (escaped when
 rendered).
