@@ -98,6 +98,13 @@ class PageMixin:
 
     Thin: both call :mod:`evalcert.report` (imported on first use), so a notebook shows the
     page that ``evalcert VERB --html FILE`` writes.
+
+    Examples
+    --------
+    >>> from evalcert import alarm
+    >>> res = alarm({"a": {"x": 3, "y": 1}}, "1/2")
+    >>> res.to_html().startswith("<!DOCTYPE html>"), "<html" in res._repr_html_()
+    (True, False)
     """
 
     def to_html(self, path: str | None = None, **context: Any) -> str:

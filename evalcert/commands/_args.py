@@ -29,7 +29,15 @@ HTML_SUFFIXES = (".html", ".htm")
 
 
 def add_html_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--html PAGE.html``: one self-contained page of the run (evalcert.report)."""
+    """Add ``--html PAGE.html``: one self-contained page of the run (evalcert.report).
+
+    Examples
+    --------
+    >>> parser = argparse.ArgumentParser(prog="evalcert fit")
+    >>> add_html_option(parser)
+    >>> parser.parse_args(["--html", "fit.html"]).html
+    'fit.html'
+    """
     parser.add_argument("--html", default=None, metavar="PAGE.html",
                         help="write one self-contained HTML page of the run (verdict first, "
                              "figures, tables, inputs, versions, the command; works offline)")

@@ -58,6 +58,15 @@ def page_for(result: Any, **context: Any) -> Page:
     ------
     TypeError
         No page is defined for this kind of result.
+
+    Examples
+    --------
+    >>> from evalcert import alarm
+    >>> page_for(alarm({"a": {"x": 3, "y": 1}}, "1/2"), command="python me.py").provenance.command
+    'python me.py'
+    >>> page_for(3)
+    Traceback (most recent call last):
+    TypeError: no HTML page for int; pages exist for AlarmResult, AuditReport, ...
     """
     for cls in type(result).__mro__:
         target = PAGES.get(cls.__name__)
@@ -69,7 +78,14 @@ def page_for(result: Any, **context: Any) -> Page:
 
 
 def to_html(result: Any, path: str | os.PathLike[str] | None = None, **context: Any) -> str:
-    """The page of ``result`` as one HTML document; also written to ``path`` if given."""
+    """The page of ``result`` as one HTML document; also written to ``path`` if given.
+
+    Examples
+    --------
+    >>> from evalcert import alarm
+    >>> to_html(alarm({"a": {"x": 3, "y": 1}}, "1/2"))[:15]
+    '<!DOCTYPE html>'
+    """
     text = render(page_for(result, **context))
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
@@ -77,10 +93,29 @@ def to_html(result: Any, path: str | os.PathLike[str] | None = None, **context: 
 
 
 def repr_html(result: Any) -> str:
-    """The page as a ``<div>`` for a notebook (``_repr_html_``)."""
+    """The page as a ``<div>`` for a notebook (``_repr_html_``).
+
+    Examples
+    --------
+    >>> from evalcert import alarm
+    >>> repr_html(alarm({"a": {"x": 3, "y": 1}}, "1/2")).startswith('<div class="evalcert-page">')
+    True
+    """
     return render_fragment(page_for(result))
 
 
 def write_page(result: Any, path: str | os.PathLike[str], **context: Any) -> Path:
-    """Write the page of ``result`` to ``path`` (checked beforehand by the caller)."""
+    """Write the page of ``result`` to ``path`` (checked beforehand by the caller).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from evalcert import alarm
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = write_page(alarm({"a": {"x": 3, "y": 1}}, "1/2"), Path(tmp) / "a.html",
+    ...                      source="counts.json")
+    ...     "counts.json" in out.read_text(encoding="utf-8")
+    True
+    """
     return write_html(page_for(result, **context), path)

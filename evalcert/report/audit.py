@@ -31,6 +31,15 @@ def grader_table(report: Any, result: Any) -> tuple[Table, str]:
 
     A per-judge table computed by the audit itself (``report.judges`` with ``to_frame()``)
     is shown as it is instead.
+
+    Examples
+    --------
+    >>> from evalcert.logic import alarm
+    >>> res = alarm({"authors": {"a": 5, "b": 10, "tie": 10},
+    ...              "gpt4": {"a": 4, "b": 18, "tie": 3}}, "1/2")
+    >>> table, weakest = grader_table(res, res)
+    >>> table.rows
+    (('authors', 'b'), ('gpt4', 'a'))
     """
     judges = getattr(report, "judges", None)
     if judges is not None and hasattr(judges, "to_frame"):
@@ -91,6 +100,14 @@ def page_from_audit(report: Any, *, source: str | None = None, command: str | No
         The command line that reproduces the audit.
     limit : int
         Attaining keys listed.
+
+    Examples
+    --------
+    >>> from evalcert.logic import alarm
+    >>> res = alarm({"a": {"x": 3, "y": 1}, "b": {"x": 2, "y": 2}}, "0.9")
+    >>> page = page_from_audit(res, command="python audit.py")
+    >>> page.verdict.status, page.verdict.headline
+    ('alarm', 'Alarm FIRES at x = 9/10: T = 2/3, so x >= T')
     """
     from evalcert.logic.audit import panel_statement
 

@@ -31,6 +31,15 @@ def page_from_bench(result: Any, *, command: str | None = None) -> Page:
     result : BenchmarkResult
     command : str, optional
         The command line that reproduces the run.
+
+    Examples
+    --------
+    >>> from evalcert.benchmarking import bench
+    >>> result = bench(["ilp-m1"], backends=["pulp-highs"], profiles=["default"], quick=True,
+    ...                n_jobs=1, memory=False, progress=False)
+    >>> page = page_from_bench(result, command="evalcert bench --family ilp-m1 --quick")
+    >>> page.verdict.status, [s.title for s in page.sections][:2]
+    ('ok', ['Summary', 'Performance profiles'])
     """
     from evalcert.benchmarking.verdict import verdict
     from evalcert.plots.profiles import plot_performance_profile

@@ -40,6 +40,16 @@ def page_from_curl(result: Any, *, scores: Any = None, source: str | None = None
         The file read.
     command : str, optional
         The command line that reproduces the test.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.data import ScoreMatrix
+    >>> from evalcert.diagnostics.curl import curl_test
+    >>> S = ScoreMatrix.from_array(np.random.default_rng(0).uniform(-1, 1, (6, 9)))
+    >>> page = page_from_curl(curl_test(S, n_rectangles=200), scores=S)
+    >>> [s.title for s in page.sections], page.verdict.blocks[0].id
+    (['ECDF of |Delta|'], 'links')
     """
     from evalcert.plots.curl import plot_curl_ecdf
     from evalcert.report.fit import score_inputs

@@ -30,7 +30,15 @@ PNG_DPI = 110
 
 
 def new_figure(width: float = 6.4, height: float = 3.6) -> Any:
-    """A matplotlib ``Figure`` outside pyplot (nothing to close, no display needed)."""
+    """A matplotlib ``Figure`` outside pyplot (nothing to close, no display needed).
+
+    Examples
+    --------
+    >>> fig = new_figure(4, 3)
+    >>> ax = fig.subplots()
+    >>> figure_uri(fig).startswith("data:image/svg+xml")
+    True
+    """
     from matplotlib.figure import Figure
 
     return Figure(figsize=(width, height))
@@ -38,7 +46,16 @@ def new_figure(width: float = 6.4, height: float = 3.6) -> Any:
 
 def figure_uri(fig: Any, *, close: bool = True) -> str:
     """Encode ``fig`` as a ``data:`` URI (SVG, or PNG when the SVG would exceed
-    :data:`MAX_SVG_BYTES`); close the figure unless ``close=False``."""
+    :data:`MAX_SVG_BYTES`); close the figure unless ``close=False``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fig = new_figure()
+    >>> _ = fig.subplots().plot(np.random.default_rng(0).normal(size=50_000))  # many points
+    >>> figure_uri(fig).startswith("data:image/png;base64,")   # too big as SVG: a PNG
+    True
+    """
     import matplotlib
     import matplotlib.pyplot as plt
 

@@ -26,7 +26,18 @@ __all__ = ["page_from_fit", "binding_table", "score_inputs"]
 
 
 def binding_table(binding: list[dict[str, Any]], limit: int = 20) -> Table:
-    """The binding box constraints: which side, which agents and items, the multiplier."""
+    """The binding box constraints: which side, which agents and items, the multiplier.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ClippedLinear, ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.array([[0.9, 0.5, np.nan], [0.1, -0.3, 0.0],
+    ...                                      [1.0, 1.0, 0.8]]))
+    >>> result = ClippedLinear().fit(S).result_
+    >>> binding_table(result.certificate.binding).rows[0][:3]  # agent_2 sits on the upper box
+    ('upper box', 1.0, 'agent_2')
+    """
     rows = []
     for g in binding[:limit]:
         if "side" in g:
@@ -42,7 +53,16 @@ def binding_table(binding: list[dict[str, Any]], limit: int = 20) -> Table:
 
 def score_inputs(scores: Any, source: str | None, fmt: str | None
                  ) -> tuple[tuple[tuple[str, Any], ...], tuple[str, ...]]:
-    """Provenance lines of a score file: (inputs, dropped)."""
+    """Provenance lines of a score file: (inputs, dropped).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ScoreMatrix
+    >>> inputs, dropped = score_inputs(ScoreMatrix.from_array(np.zeros((2, 3))), "s.csv", "wide")
+    >>> dict(inputs)["agents x items"], dropped
+    ('2 x 3', ())
+    """
     inputs: list[tuple[str, Any]] = [("file", source or "in memory (no file)")]
     if fmt:
         inputs.append(("format", fmt))
@@ -97,6 +117,17 @@ def page_from_fit(result: Any, *, scores: Any = None, source: str | None = None,
         The command line that reproduces the fit.
     limit : int
         Rows of the ranking and item tables.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert import ClippedLinear, ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.array([[0.9, 0.5, np.nan], [0.1, -0.3, 0.0],
+    ...                                      [1.0, 1.0, 0.8]]))
+    >>> result = ClippedLinear().fit(S).result_
+    >>> page = page_from_fit(result, scores=S, source="scores.csv")
+    >>> page.verdict.headline.startswith("Certificate PASSED"), page.verdict.blocks[0].id
+    (True, 'binding')
     """
     cert = result.certificate
     K, J = len(result.agents), len(result.items)

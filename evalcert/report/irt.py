@@ -8,8 +8,8 @@ Examples
 >>> Y = (np.random.default_rng(0).random((30, 10)) < 0.6).astype(float)
 >>> est = Rasch(method="mml").fit(Y)
 >>> page = page_from_irt(est.result_, responses=Y, estimator=est)
->>> page.verdict.status, [s.title for s in page.sections][:3]
-('ok', ['Ranking', 'Item map', 'Test information'])
+>>> page.verdict.status, [getattr(b, "id", "") for b in page.verdict.blocks][:3]
+('ok', ['forest', 'item-map', 'information'])
 """
 
 from __future__ import annotations
@@ -35,7 +35,18 @@ def _first(values: Any) -> np.ndarray:
 
 def ranking_rows(result: Any) -> list[tuple[int, str, float, float, float, float]]:
     """``(rank, model, ability, se, low, high)`` best first; the interval is ability
-    +- 1.96 SE (NaN without SEs). Multidimensional fits rank by the first dimension."""
+    +- 1.96 SE (NaN without SEs). Multidimensional fits rank by the first dimension.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((30, 10)) < 0.6).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> rank, model, ability, se, low, high = ranking_rows(est.result_)[0]
+    >>> rank, bool(low < ability < high), bool(abs(high - low - 2 * Z95 * se) < 1e-12)
+    (1, True, True)
+    """
     theta = _first(result.parameters["abilities"])
     se = (_first(result.standard_errors["abilities"]) if "abilities" in result.standard_errors
           else np.full(theta.shape, np.nan))
@@ -59,9 +70,9 @@ def _item_parameters(result: Any) -> Any:
     return ItemParameters(a, b, c, tuple(result.item_names), result.model)
 
 
-def _forest(rows: list[tuple[int, str, float, float, float, float]], limit: int = 40) -> Figure:
+def _forest(rows: list[tuple[int, str, float, float, float, float]], limit: int = 30) -> Figure:
     shown = rows[:limit]
-    fig = new_figure(7.5, 0.2 * len(shown) + 1.3)
+    fig = new_figure(6.0, 0.19 * len(shown) + 1.3)
     ax = fig.subplots()
     y = np.arange(len(shown))[::-1]
     est = np.array([r[2] for r in shown])
@@ -74,16 +85,16 @@ def _forest(rows: list[tuple[int, str, float, float, float, float]], limit: int 
     ax.set_yticks(y, [r[1][:28] for r in shown], fontsize=8)
     ax.grid(axis="x", color="#eee")
     ax.set_xlabel("ability (95% interval: estimate +- 1.96 SE)")
-    ax.set_title(f"ranking of models ({len(shown)} of {len(rows)}); shaded: the top model's "
-                 "interval", fontsize=10)
+    ax.set_title(f"ranking ({len(shown)} of {len(rows)} models)", fontsize=10)
     fig.tight_layout()
     return Figure(figure_uri(fig), alt="forest plot of model abilities with 95% intervals",
-                  id="forest")
+                  caption="Abilities with 95% intervals; shaded: the top model's interval.",
+                  id="forest", half=True)
 
 
 def _item_map(theta: np.ndarray, b: np.ndarray) -> Figure:
     theta, b = theta[np.isfinite(theta)], b[np.isfinite(b)]
-    fig = new_figure(7.5, 3.8)
+    fig = new_figure(6.0, 4.2)
     left, right = fig.subplots(1, 2, sharey=True)
     edges = np.histogram_bin_edges(np.r_[theta, b], bins=min(40, max(8, (theta.size + b.size)
                                                                           // 4)))
@@ -100,7 +111,7 @@ def _item_map(theta: np.ndarray, b: np.ndarray) -> Figure:
     return Figure(figure_uri(fig), alt="item map: abilities and difficulties on one scale",
                   caption="Item map (Wright map): a model at the height of an item has about "
                           "even odds of solving it (Rasch); items far above or below every "
-                          "model say little about the ranking.", id="item-map")
+                          "model say little about the ranking.", id="item-map", half=True)
 
 
 def _information(params: Any, theta: np.ndarray) -> tuple[Figure, float, float]:
@@ -113,7 +124,7 @@ def _information(params: Any, theta: np.ndarray) -> tuple[Figure, float, float]:
         lo, hi = min(lo, fin.min() - 1), max(hi, fin.max() + 1)
     grid = np.linspace(lo, hi, 241)
     info = test_information(grid, usable)
-    fig = new_figure(7.5, 3.4)
+    fig = new_figure(6.0, 3.4)
     ax = fig.subplots()
     ax.plot(grid, info, color="#0969da", label="test information I(theta)")
     ax.set_xlabel("ability theta")
@@ -131,7 +142,7 @@ def _information(params: Any, theta: np.ndarray) -> tuple[Figure, float, float]:
     return (Figure(figure_uri(fig), alt="test information curve and standard error",
                    caption="Where the test measures best: the information peaks at theta = "
                            f"{grid[peak]:.2f}; the ticks on the axis are the fitted models.",
-                   id="information"), float(grid[peak]), float(info[peak]))
+                   id="information", half=True), float(grid[peak]), float(info[peak]))
 
 
 def _misfit(estimator: Any, responses: Any, threshold: float, limit: int) -> list[Any]:
@@ -176,6 +187,16 @@ def page_from_irt(result: Any, *, responses: Any = None, estimator: Any = None,
         Items with ``|t|`` above it are listed.
     limit : int
         Rows of the ranking and item tables.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from evalcert.solvers.irt import Rasch
+    >>> Y = (np.random.default_rng(0).random((30, 10)) < 0.6).astype(float)
+    >>> est = Rasch(method="mml").fit(Y)
+    >>> page = page_from_irt(est.result_, responses=Y, estimator=est, source="r.csv")
+    >>> page.verdict.headline.startswith("Top model: "), page.sections[0].title
+    (True, 'Ranking')
     """
     rows = ranking_rows(result)
     multi = np.asarray(result.parameters["abilities"]).ndim > 1
@@ -215,20 +236,15 @@ def page_from_irt(result: Any, *, responses: Any = None, estimator: Any = None,
     params = _item_parameters(result)
     theta = _first(result.parameters["abilities"])
     if params is not None:
-        sections.append(Section("Item map", (_item_map(theta, params.b),), id="item-map-section"))
-        figure, peak, height = _information(params, theta)
-        sections.append(Section("Test information", (figure,), id="information-section"))
+        blocks += [_item_map(theta, params.b), _information(params, theta)[0]]
     if estimator is not None and responses is not None and result.model in ("rasch", "2pl",
                                                                             "3pl"):
-        misfit = _misfit(estimator, responses, misfit_threshold, limit)
-        blocks += misfit[:1] if isinstance(misfit[0], Table) else []
-        sections.append(Section("Misfitting items", tuple(misfit), id="misfit-section"))
+        blocks += _misfit(estimator, responses, misfit_threshold, limit)
     else:
-        sections.append(Section("Misfitting items", (Text(
-            "Item fit needs the fitted estimator and the responses (evalcert irt fit "
-            "--html computes it; in Python: page_from_irt(result, responses=Y, "
-            "estimator=est)); binary rasch, 2pl and 3pl fits only.", "note"),),
-            id="misfit-section"))
+        blocks.append(Text("Misfitting items: item fit needs the fitted estimator and the "
+                           "responses (evalcert irt fit --html computes it; in Python: "
+                           "page_from_irt(result, responses=Y, estimator=est)); binary rasch, "
+                           "2pl and 3pl fits only.", "note"))
     item_rows, item_heads = _item_table(result)
     if item_rows:
         sections.append(Section("Items", (Table(item_heads, tuple(item_rows[:limit]),

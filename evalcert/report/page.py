@@ -38,6 +38,11 @@ class Table:
 
     ``id`` names the table in the page (``<table id=...>``); ``note`` says what is not
     shown (e.g. ``"30 of 200 models shown"``).
+
+    Examples
+    --------
+    >>> Table(("link", "median"), (("identity", 0.08),), id="links").rows[0][1]
+    0.08
     """
 
     headers: tuple[str, ...]
@@ -49,7 +54,13 @@ class Table:
 
 @dataclasses.dataclass(frozen=True)
 class Figure:
-    """An image embedded as a ``data:`` URI (:func:`evalcert.report.figures.figure_uri`)."""
+    """An image embedded as a ``data:`` URI (:func:`evalcert.report.figures.figure_uri`).
+
+    Examples
+    --------
+    >>> Figure("data:image/png;base64,iVBORw0KGgo=", alt="a figure", half=True).half
+    True
+    """
 
     uri: str
     alt: str
@@ -61,7 +72,13 @@ class Figure:
 @dataclasses.dataclass(frozen=True)
 class Text:
     """Plain text: ``"p"`` a paragraph, ``"pre"`` preformatted (the text summary), ``"note"``
-    a muted remark, ``"list"`` one bullet per line."""
+    a muted remark, ``"list"`` one bullet per line.
+
+    Examples
+    --------
+    >>> Text("one bullet per line", "list").kind
+    'list'
+    """
 
     text: str
     kind: Literal["p", "pre", "note", "list"] = "p"
@@ -69,7 +86,13 @@ class Text:
 
 @dataclasses.dataclass(frozen=True)
 class Facts:
-    """Label-value pairs shown as a definition list; ``id`` names the list."""
+    """Label-value pairs shown as a definition list; ``id`` names the list.
+
+    Examples
+    --------
+    >>> dict(Facts((("objective", 1.5), ("solver", "native"))).items)["solver"]
+    'native'
+    """
 
     items: tuple[tuple[str, Any], ...]
     id: str = ""
@@ -80,7 +103,13 @@ Block = Union[Table, Figure, Text, Facts]
 
 @dataclasses.dataclass(frozen=True)
 class Section:
-    """A titled part of the page: blocks in order."""
+    """A titled part of the page: blocks in order.
+
+    Examples
+    --------
+    >>> Section("Notes", (Text("nothing to add", "note"),), id="notes").title
+    'Notes'
+    """
 
     title: str
     blocks: tuple[Block, ...]
@@ -93,6 +122,11 @@ class Verdict:
 
     ``status`` colours the headline: ``"ok"`` (passed, silent), ``"alarm"`` (fires, failed),
     ``"warn"`` (not converged, partial), ``"info"`` (no judgement).
+
+    Examples
+    --------
+    >>> Verdict("Certificate PASSED", "ok", "the fit is optimal to 1e-9").status
+    'ok'
     """
 
     headline: str
@@ -125,7 +159,14 @@ def versions(extra: Sequence[str] = ()) -> tuple[tuple[str, str], ...]:
 @dataclasses.dataclass(frozen=True)
 class Provenance:
     """How the page's numbers were made: the inputs read, what was dropped and why, the
-    versions, and the exact command that reproduces them (``None`` in a Python session)."""
+    versions, and the exact command that reproduces them (``None`` in a Python session).
+
+    Examples
+    --------
+    >>> p = Provenance((("file", "scores.csv"),), command="evalcert fit scores.csv")
+    >>> p.command, dict(p.versions)["evalcert"] != ""
+    ('evalcert fit scores.csv', True)
+    """
 
     inputs: tuple[tuple[str, Any], ...] = ()
     dropped: tuple[str, ...] = ()
@@ -140,7 +181,14 @@ class Provenance:
 @dataclasses.dataclass(frozen=True)
 class Page:
     """One self-contained page: ``title``, the :class:`Verdict`, :class:`Section` s and the
-    :class:`Provenance`."""
+    :class:`Provenance` (rendered by :func:`evalcert.report.rendering.render`).
+
+    Examples
+    --------
+    >>> page = Page("demo", Verdict("fine"), (), Provenance(), subtitle="nothing computed")
+    >>> page.title, page.verdict.status
+    ('demo', 'info')
+    """
 
     title: str
     verdict: Verdict

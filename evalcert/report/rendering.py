@@ -94,7 +94,15 @@ def _environment() -> Any:
 
 
 def render(page: Page) -> str:
-    """The whole HTML document of ``page`` (a string; :func:`write_html` saves it)."""
+    """The whole HTML document of ``page`` (a string; :func:`write_html` saves it).
+
+    Examples
+    --------
+    >>> from evalcert.report.page import Page, Provenance, Verdict
+    >>> html = render(Page("demo <1>", Verdict("fine", "ok"), (), Provenance()))
+    >>> "<title>demo &lt;1&gt;</title>" in html, "<script" in html   # names are escaped
+    (True, False)
+    """
     return _environment().get_template("page.html").render(page=page, fragment=False)
 
 
@@ -115,6 +123,17 @@ def write_html(page: Page, path: str | os.PathLike[str]) -> Path:
     """Write ``render(page)`` to ``path`` (UTF-8); return the path.
 
     The caller checks the path first (the CLI: :func:`evalcert.outputs.check_outputs`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from evalcert.report.page import Page, Provenance, Verdict
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = write_html(Page("demo", Verdict("fine"), (), Provenance()),
+    ...                      Path(tmp) / "page.html")
+    ...     out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    True
     """
     out = Path(path)
     out.write_text(render(page), encoding="utf-8")

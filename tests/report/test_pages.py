@@ -126,7 +126,7 @@ def test_irt_numbers_equal_json(pages):
     assert page.facts["converged"][0] == ("yes" if data["converged"] else "no")
     assert float(page.facts["log-likelihood (marginal)"][1]) == data["loglik"]
     assert {"forest", "item-map", "information"} <= set(page.texts)
-    assert "misfit" in page.tables or "No item misfits" in page.texts["misfit-section"]
+    assert "misfit" in page.tables or "No item misfits" in page.texts["verdict-blocks"]
 
 
 def test_curl_numbers_equal_json(pages):
