@@ -98,7 +98,7 @@ def sweep(levels: bool) -> None:
     from fractions import Fraction
 
     from evalcert.logic.exact import exact_alarm
-    from evalcert.logic.joint import _joint_builder, joint_start
+    from evalcert.logic.splits import _joint_builder, joint_start
 
     cases = [] if "--skip-only" in sys.argv else [
         (f"Q=1000 N=5 seed={s} acc={lo}-{hi} alpha={a}",

@@ -1,6 +1,6 @@
 """The exact alarm driver shared by M=2 and the full joint (paper 003, App. C extended).
 
-:func:`exact_alarm` takes a model builder (a :class:`_Spec`: the consistent set, the key's
+:func:`exact_alarm` takes a model builder (a :class:`RatioProgram`: the consistent set, the key's
 label counts, and per (grader, label) the ``correct`` and ``den`` expressions) and returns
 the exact threshold ``T = max min_{i,t} correct / den`` with attaining keys and binding
 (grader, label) pairs. ``T`` is searched by :class:`evalcert.logic.search.KeySearch` (answer
@@ -34,13 +34,13 @@ import numpy as np
 import pulp
 
 from evalcert.errors import CertificateError
-from evalcert.logic.alarms import AlarmResult
+from evalcert.logic.result import AlarmResult
 from evalcert.logic.ilp import run_solver
 from evalcert.logic.levels import check_integer_solution, linear_value, max_ratio
 from evalcert.logic.search import KeySearch
 from evalcert.logic.summaries import Decisions, as_threshold
 
-__all__ = ["exact_alarm", "lp_levels"]
+__all__ = ["RatioProgram", "exact_alarm", "lp_levels"]
 
 
 def _int(expr: Any, values: dict[str, int]) -> int:
@@ -50,8 +50,32 @@ def _int(expr: Any, values: dict[str, int]) -> int:
 
 
 @dataclasses.dataclass
-class _Spec:
-    """One model with its (correct, den) expressions, as the driver sees it."""
+class RatioProgram:
+    """What the exact driver maximises: ``min_{i,t} correct[i][t] / den[i][t]`` over the
+    integer points of ``prob``, whose answer key's label counts are ``q``.
+
+    Every alarm that runs on :func:`exact_alarm` (M=2, the full joint, chained windows)
+    hands it a builder ``key -> RatioProgram`` (``key=None``: the key is free).
+
+    Attributes
+    ----------
+    prob : pulp.LpProblem
+        The consistent set (no objective needed).
+    q : list of PuLP expressions
+        The key's label counts.
+    correct, den : list (per grader) of list (per label) of PuLP expressions or ints
+        Items grader ``i`` got right on label ``t``, and those it decided (``den = q[t]``
+        with complete decisions); a cell with ``den = 0`` makes no demand.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> from evalcert.logic.joint import JointModel
+    >>> model = JointModel(table1_decisions())
+    >>> program = RatioProgram(model.prob, model.q, model.correct, model.den)
+    >>> len(program.q), len(program.correct)  # 3 labels, 2 graders
+    (3, 2)
+    """
 
     prob: pulp.LpProblem
     q: list[Any]
@@ -59,7 +83,7 @@ class _Spec:
     den: list[list[Any]]
 
 
-def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
+def _evaluate(spec: RatioProgram, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
                                                 Fraction, dict[str, int]]:
     values = check_integer_solution(spec.prob, what)
     key = tuple(_int(e, values) for e in spec.q)
@@ -69,7 +93,7 @@ def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.n
     return key, corr, den, min(ratios) if ratios else Fraction(1), values
 
 
-def _add_level(spec: _Spec, f: Fraction, relax: bool = False) -> None:
+def _add_level(spec: RatioProgram, f: Fraction, relax: bool = False) -> None:
     """``den * f <= correct`` for every (grader, label), through integer auxiliaries
     ``D = den`` and ``M >= f * D``, ``correct >= M`` (valid since ``correct`` is an integer:
     the solver can branch on the few ``D``, ``M`` instead of the many pattern splits;
@@ -91,8 +115,8 @@ def _add_level(spec: _Spec, f: Fraction, relax: bool = False) -> None:
             spec.prob += corr >= shared[id(den)], f"reach_{i}_{t}"
 
 
-def _relaxed(build: Callable[[Sequence[int] | None], _Spec], level: Fraction,
-             solver: str) -> _Spec | None:
+def _relaxed(build: Callable[[Sequence[int] | None], RatioProgram], level: Fraction,
+             solver: str) -> RatioProgram | None:
     spec = build(None)
     for var in spec.prob.variables():
         var.cat = "Continuous"
@@ -102,7 +126,7 @@ def _relaxed(build: Callable[[Sequence[int] | None], _Spec], level: Fraction,
     return None if status == "Infeasible" else spec
 
 
-def lp_levels(build: Callable[[Sequence[int] | None], _Spec], upper: Fraction, max_den: int,
+def lp_levels(build: Callable[[Sequence[int] | None], RatioProgram], upper: Fraction, max_den: int,
               solver: str = "highs", steps: int = 24) -> tuple[Fraction, Fraction | None]:
     """Bisection on the LP relaxation: ``(lo, hi)`` with the LP feasible at ``lo`` and
     infeasible at ``hi`` (``None`` if it never was), denominators ``<= max_den``. The
@@ -128,7 +152,7 @@ def lp_levels(build: Callable[[Sequence[int] | None], _Spec], upper: Fraction, m
     return lo, found
 
 
-def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decisions,
+def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions: Decisions,
                 threshold: Any, *, upper: Fraction, m: int | str, method: str,
                 solver: str = "highs", candidates: Callable[[Fraction], Any] | None = None,
                 n_keys: int | None = None, max_checks: int = 200, max_binding_keys: int = 3,
@@ -163,7 +187,7 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     >>> dec = table1_decisions()
     >>> def build(key):
     ...     model = JointModel(dec, key=key)
-    ...     return _Spec(model.prob, model.q, model.correct, model.den)
+    ...     return RatioProgram(model.prob, model.q, model.correct, model.den)
     >>> result = exact_alarm(build, dec, "0.5", upper=Fraction(1), m="full",
     ...                      method="full-joint ILP")
     >>> result.T, result.attaining_keys[0] in {(6, 16, 3), (8, 14, 3)}  # a witness key
@@ -174,7 +198,7 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     found: dict[Fraction, tuple[tuple[int, ...], Any]] = {}
     n_solves = 0
 
-    def solve(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
+    def solve(spec: RatioProgram, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
                                                Fraction] | None:
         nonlocal n_solves
         n_solves += 1

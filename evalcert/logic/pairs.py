@@ -29,10 +29,11 @@ import numpy as np
 import pulp
 
 from evalcert.errors import InputError
-from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
+from evalcert.logic.alarms import alarm_threshold, attaining_keys
 from evalcert.logic.ilp import IlpResult, M1Model, solve_model
-from evalcert.logic.exact import _Spec, exact_alarm
-from evalcert.logic.joint import joint_start, witness_of_split
+from evalcert.logic.exact import RatioProgram, exact_alarm
+from evalcert.logic.result import AlarmResult
+from evalcert.logic.splits import joint_start, witness_of_split
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.summaries import Decisions, as_threshold
 
@@ -132,7 +133,7 @@ def _build(dec: Decisions, lower: Any, upper: Any) -> Callable[[Sequence[int] | 
                         upper=None if key is not None else upper)
         r = len(dec.labels)
         diag = [[model.e[i][t][t] for t in range(r)] for i in range(len(dec.graders))]
-        return _Spec(model.prob, list(model.q), diag, [list(model.q)] * len(dec.graders))
+        return RatioProgram(model.prob, list(model.q), diag, [list(model.q)] * len(dec.graders))
     return build
 
 

@@ -16,7 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 from evalcert.logic.exact import _add_level, exact_alarm
 from evalcert.logic.ilp import run_solver
-from evalcert.logic.joint import _joint_builder, alarm_full, joint_start
+from evalcert.logic.joint import alarm_full
+from evalcert.logic.splits import _joint_builder, joint_start
 from evalcert.logic.levels import ceil_hull, linear_value
 from evalcert.logic.simulate import simulate_decisions
 
