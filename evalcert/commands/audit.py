@@ -57,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="items some grader skipped: error (default), drop them for every "
                              "grader, or keep them (--m full: each grader judged on the items "
                              "it decided)")
-    parser.add_argument("--solver", choices=("highs", "cbc"), default="highs",
-                        help="ILP solver for --m 2 / full")
+    parser.add_argument("--ilp-solver", "--solver", dest="solver", choices=("highs", "cbc"),
+                        default="highs",
+                        help="ILP solver for --m 2 / full (--solver: the old spelling)")
     parser.add_argument("--panel", action="store_true",
                         help="print the Sec. IV statement about the graders as a panel")
     parser.add_argument("--plot", default=None,
@@ -82,6 +83,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-keys", type=int_range(1, 1000), default=10, metavar="K",
                         help="attaining keys at which --csv/--bounds ranges are computed "
                              "(default 10)")
+    parser.add_argument("--judges", action="store_true",
+                        help="per-judge table first: Dawid-Skene accuracy with a bootstrap "
+                             "interval, kappa, alpha without the judge, exact accuracy "
+                             "ranges at T, and flags (weakest, degenerate, copy)")
+    parser.add_argument("--judges-csv", default=None,
+                        help="write the per-judge table as CSV here (implies --judges)")
     parser.add_argument("--estimates", default=None,
                         help="point estimates beside the bounds, checked against T: ds "
                              "(Dawid-Skene), mv (majority vote), e.g. ds,mv (crowd-kit)")
@@ -127,16 +134,16 @@ def run(args: argparse.Namespace) -> int:
     ...
     0
     """
-    from evalcert.logic.audit import run_audit
+    from evalcert.logic.audit import AuditSpec, run_audit
     from evalcert.outputs import check_outputs
 
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
-                   "--squares": args.squares},
+                   "--squares": args.squares, "--judges-csv": args.judges_csv},
                   inputs=[args.path], force=args.force,
                   suffixes={"--json": (".json",), "--plot": images, "--csv": (".csv",),
-                            "--squares": images})
-    report = run_audit(
+                            "--squares": images, "--judges-csv": (".csv",)})
+    spec = AuditSpec(
         args.path, args.threshold, m=args.m, fmt=args.format, labels=args.labels,
         graders=args.graders.split(",") if args.graders else None,
         on_missing=args.on_missing, item_col=args.item_col, grader_col=args.grader_col,
@@ -147,7 +154,8 @@ def run(args: argparse.Namespace) -> int:
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
-        verbose=args.verbose)
+        judges=args.judges, judges_csv=args.judges_csv, verbose=args.verbose)
+    report = run_audit(spec)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
     print(report.summary(panel=args.panel, bounds=args.bounds))
