@@ -315,6 +315,8 @@ class KeySearch:
                     self._fix(key, level)
                 decided.add(tuple(sorted(key.items())))
                 self.model.set_objective({})
+                if best >= upper or level > hi:  # the level rows are stale: stop the list
+                    break
             self._fix(None, level)
             return best, len(decided)
 
