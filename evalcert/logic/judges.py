@@ -14,13 +14,14 @@ For every judge the table puts side by side
 
 The flag of a row is ``"degenerate"``, ``"copy"``, ``"weakest"`` or None. ``"weakest"`` goes
 to the judge with the lowest Dawid-Skene accuracy only when its bootstrap interval lies
-wholly below the median accuracy of the others (a clear gap, estimated); the exact part of
+wholly more than ``WEAKEST_GAP`` (0.05) below the median accuracy of the others (a clear
+gap, estimated; a judge a few points below a good panel is not "broken"); the exact part of
 the verdict says whether it is also certain (it binds ``T``).
 
 Dawid-Skene is fitted here by EM on the joint decision patterns with counts (the same fit as
 crowd-kit's, initialised by majority vote; cross-checked in the tests), because a bootstrap
-resample of items is then just new pattern counts: 200 refits cost about as much as one
-crowd-kit fit.
+resample of items is then just new pattern counts, and all resamples are fitted at once
+(one batched EM): 200 refits cost about as much as one crowd-kit fit.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ FLAGS = ("weakest", "degenerate", "copy")
 DEGENERATE_SHARE = 0.95
 #: ... when the other judges give that label this much less often on average
 DEGENERATE_GAP = 0.2
+#: "weakest" needs its whole bootstrap interval this far below the others' median accuracy
+WEAKEST_GAP = 0.05
 #: two judges agreeing on at least this share of the items both decided are near-copies ...
 COPY_AGREEMENT = 0.98
 #: ... when the panel's other pairs agree this much less on average
@@ -52,8 +55,10 @@ COPY_GAP = 0.1
 def dawid_skene(patterns: np.ndarray, weights: np.ndarray, n_labels: int, *,
                 n_iter: int = 100, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
     """Dawid & Skene (1979) EM on joint decision patterns ``(P, N)`` (``-1`` = skipped) with
-    item counts ``weights``; returns the label prior ``(R,)`` and confusion matrices
-    ``(N, R, R)`` (``[i, t, l] = P(judge i says l | truth t)``), started from majority vote.
+    item counts ``weights`` ``(P,)``, or ``(B, P)`` for B fits at once (bootstrap
+    resamples); returns the label prior ``(R,)`` and confusion matrices ``(N, R, R)``
+    (``[i, t, l] = P(judge i says l | truth t)``), with a leading ``B`` axis for 2-D
+    weights; started from majority vote.
 
     Examples
     --------
@@ -64,26 +69,31 @@ def dawid_skene(patterns: np.ndarray, weights: np.ndarray, n_labels: int, *,
     """
     pats = np.asarray(patterns, dtype=np.int64)
     w = np.asarray(weights, dtype=float)
-    n_p, n_g = pats.shape
+    single = w.ndim == 1
+    w = w[None] if single else w                                          # (B, P)
     said = np.stack([(pats == t) for t in range(n_labels)], axis=2).astype(float)  # (P, N, R)
+    n_b, (n_p, n_g) = w.shape[0], pats.shape
+    flat = said.reshape(n_p, n_g * n_labels)
     post = said.sum(axis=1) + 1e-9
-    post /= post.sum(axis=1, keepdims=True)
+    post = np.broadcast_to(post / post.sum(axis=1, keepdims=True), w.shape + (n_labels,))
     prior = conf = None
     for _ in range(n_iter):
-        wp = post * w[:, None]                                            # (P, R)
-        prior = wp.sum(axis=0) / max(w.sum(), 1e-300)
-        conf = np.einsum("pt,pil->itl", wp, said) + 1e-12
-        conf /= conf.sum(axis=2, keepdims=True)
-        logc = np.log(conf)                                                # (N, R, R)
-        loglik = np.einsum("pil,itl->pt", said, logc) + np.log(prior + 1e-300)
-        loglik -= loglik.max(axis=1, keepdims=True)
+        wp = post * w[:, :, None]                                         # (B, P, R)
+        prior = wp.sum(axis=1) / np.maximum(w.sum(axis=1, keepdims=True), 1e-300)
+        # conf[b, i, t, l] = sum_p wp[b, p, t] said[p, i, l], as one matrix product
+        conf = (wp.transpose(0, 2, 1) @ flat).reshape(n_b, n_labels, n_g, n_labels) \
+            .transpose(0, 2, 1, 3) + 1e-12
+        conf /= conf.sum(axis=3, keepdims=True)
+        logc = np.log(conf).transpose(0, 1, 3, 2).reshape(n_b, n_g * n_labels, n_labels)
+        loglik = flat @ logc + np.log(prior + 1e-300)[:, None, :]
+        loglik -= loglik.max(axis=2, keepdims=True)
         new = np.exp(loglik)
-        new /= new.sum(axis=1, keepdims=True)
+        new /= new.sum(axis=2, keepdims=True)
         done = np.abs(new - post).max() < tol
         post = new
         if done:
             break
-    return prior, conf
+    return (prior[0], conf[0]) if single else (prior, conf)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,11 +297,9 @@ def judge_table(decisions: Decisions, result: Any = None, bounds: Any = None, *,
     lo_ci = hi_ci = None
     if n_boot:
         rng = np.random.default_rng(seed)
-        boots = np.empty((n_boot, n))
-        for b in range(n_boot):
-            w = rng.multinomial(len(arr), counts / counts.sum())
-            pb, cb = dawid_skene(pats, w, r)
-            boots[b] = np.einsum("t,itt->i", pb, cb)
+        w = rng.multinomial(len(arr), counts / counts.sum(), size=n_boot)    # (B, P)
+        pb, cb = dawid_skene(pats, w, r)
+        boots = np.einsum("bt,bitt->bi", pb, cb)
         lo_ci, hi_ci = np.quantile(boots, [(1 - level) / 2, (1 + level) / 2], axis=0)
     kap = _kappas(arr, r)
     alphas = [(_alpha(np.delete(arr, i, axis=1), r) if n >= 3 else None) for i in range(n)]
@@ -329,7 +337,7 @@ def judge_table(decisions: Decisions, result: Any = None, bounds: Any = None, *,
         w = min(candidates, key=lambda i: acc[i])
         rest = np.median([acc[i] for i in range(n) if i != w])
         top_w = hi_ci[w] if hi_ci is not None else acc[w]
-        if top_w < rest:
+        if top_w < rest - WEAKEST_GAP:
             how = "certain: it binds T" if decisions.graders[w] in binding else \
                 "estimated (Dawid-Skene); the exact bounds do not single it out"
             flags[w] = ("weakest", f"Dawid-Skene accuracy {acc[w]:.3f} is "
@@ -352,8 +360,8 @@ def judge_table(decisions: Decisions, result: Any = None, bounds: Any = None, *,
             top_label_share=float(shares[i, top[i]]), flag=flag, reason=reason))
     verdict = [f"{decisions.graders[i]}: {flags[i][0]} ({flags[i][1]})" for i in sorted(flags)]
     if not any(f == "weakest" for f, _ in flags.values()):
-        verdict.append("no judge is clearly weakest: every Dawid-Skene interval reaches the "
-                       "others' median")
+        verdict.append("no judge is clearly weakest: no Dawid-Skene interval lies wholly "
+                       f"{WEAKEST_GAP} below the others' median")
     if binding and T is not None:
         verdict.append(f"certain (exact): {', '.join(sorted(binding))} bind T = {T}: at the "
                        "attaining keys no consistent evaluation with every judge >= T puts "
