@@ -59,12 +59,17 @@ _PUBLIC = {
     "BetaIRT": "evalcert.solvers.irt",
     "JEIRT": "evalcert.solvers.irt",
     "ThreePL": "evalcert.solvers.irt",
+    "GradedResponse": "evalcert.solvers.irt",
     "IRTResult": "evalcert.solvers.irt",
     "fit_irt": "evalcert.solvers.irt",
     # judge audits (logic of unsupervised evaluation)
     "alarm": "evalcert.logic",
     "alarm_m2": "evalcert.logic",
+    "alarm_full": "evalcert.logic.joint",
     "AlarmResult": "evalcert.logic",
+    "run_audit": "evalcert.logic.audit",
+    "AuditSpec": "evalcert.logic.audit",
+    "AuditReport": "evalcert.logic.audit",
     "read_decisions": "evalcert.logic",
     "label_counts": "evalcert.logic",
     # diagnostics and experiments of paper 000

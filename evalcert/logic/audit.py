@@ -18,7 +18,6 @@ import numpy as np
 from evalcert.errors import InputError
 from evalcert.logic.alarms import alarm, minmax_curve
 from evalcert.logic.bounds import METHOD_NAMES, LabelBounds, check_bounds_size, label_bounds
-from evalcert.logic.readers import load_audit_input
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.summaries import Decisions, LabelCounts
 from evalcert.results import ResultMixin, to_jsonable
@@ -295,6 +294,8 @@ def _run(spec: AuditSpec) -> AuditReport:
         raise InputError(f"--seed {spec.seed}: give a whole number >= 0")
     if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
         raise InputError(f"--sequence {sequence!r}: give a whole number >= 1")
+    from evalcert.logic.readers import load_audit_input  # a reader: imported when used
+
     kwargs: dict[str, Any] = {"format": spec.fmt, "item_col": spec.item_col,
                               "grader_col": spec.grader_col, "label_col": spec.label_col,
                               "label_map": spec.label_map}
