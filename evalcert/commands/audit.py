@@ -134,8 +134,8 @@ def run(args: argparse.Namespace) -> int:
     ...
     0
     """
+    from evalcert.io.outputs import check_outputs
     from evalcert.logic.audit import AuditSpec, run_audit
-    from evalcert.outputs import check_outputs
 
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,

@@ -188,7 +188,7 @@ class AuditSpec:
     threshold : level ``x`` in [0, 1] (number, string or Fraction)
     m : ``"1"``, ``"2"`` or ``"full"``
     fmt, labels, graders, on_missing, item_col, grader_col, label_col, label_map
-        How to read ``path`` (:func:`evalcert.logic.readers.load_audit_input`).
+        How to read ``path`` (:func:`evalcert.io.decisions.load_audit_input`).
     solver : ILP solver for M=2 / the full joint (``"highs"`` or ``"cbc"``)
     plot, csv, squares : output paths (checked by the caller), or None
     squares_key : key of ``squares`` (default: the first attaining key)
@@ -294,7 +294,7 @@ def _run(spec: AuditSpec) -> AuditReport:
         raise InputError(f"--seed {spec.seed}: give a whole number >= 0")
     if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
         raise InputError(f"--sequence {sequence!r}: give a whole number >= 1")
-    from evalcert.logic.readers import load_audit_input  # a reader: imported when used
+    from evalcert.io.decisions import load_audit_input   # orchestration: the one file read
 
     kwargs: dict[str, Any] = {"format": spec.fmt, "item_col": spec.item_col,
                               "grader_col": spec.grader_col, "label_col": spec.label_col,
@@ -450,7 +450,7 @@ def _ints(text: Sequence[int] | str | None, name: str) -> tuple[int, ...] | None
 def _spec(data: Any, label_thresholds: Any, grade: Any, bounds: dict[str, Any],
           solver: str) -> dict[str, Any]:
     from evalcert.logic.ilp import consistent_ilp
-    from evalcert.logic.readers import parse_label_map
+    from evalcert.io.decisions import parse_label_map
 
     levels = parse_label_map(label_thresholds) if label_thresholds is not None else None
     res = consistent_ilp(data, label_thresholds=levels, grade=grade, solver=solver, **bounds)

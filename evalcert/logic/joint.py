@@ -46,9 +46,7 @@ from evalcert.logic.splits import (MAX_PATTERNS, JointModel, _joint_builder, _jo
                                    pair_statistics, rounded_joint_point, witness_of_split)
 from evalcert.logic.summaries import Decisions
 
-__all__ = ["alarm_full", "full_alarm_threshold", "JointModel", "joint_patterns",
-           "MAX_PATTERNS", "pair_statistics", "rounded_joint_point", "improve_split",
-           "witness_of_split", "joint_start"]
+__all__ = ["JointModel", "joint_patterns", "exact_alarm", "alarm_full", "full_alarm_threshold"]
 
 def _m1_candidates(decisions: Decisions, lower: Any, upper: Any, limit: int):
     counts = decisions.label_counts()

@@ -130,6 +130,13 @@ class JudgeRow(ResultMixin):
         ``"weakest"``, ``"degenerate"``, ``"copy"`` or None.
     reason : str
         Why the flag (empty without one).
+
+    Examples
+    --------
+    >>> from evalcert.logic.simulate import simulate_decisions
+    >>> row = judge_table(simulate_decisions(200, 2, 3, seed=0), n_boot=0).rows[0]
+    >>> row.judge, 0 <= row.ds_accuracy <= 1, row.ds_ci_low is None
+    ('judge0', True, True)
     """
 
     judge: str
@@ -164,6 +171,13 @@ class JudgeTable(ResultMixin):
     n_boot, seed, level : the bootstrap of the Dawid-Skene accuracies
     verdict : tuple of str
         Plain sentences, flagged judges first.
+
+    Examples
+    --------
+    >>> from evalcert.logic.simulate import simulate_decisions
+    >>> table = judge_table(simulate_decisions(200, 2, 3, seed=0), n_boot=20)
+    >>> [row["judge"] for row in table.to_dict()], table.summary().splitlines()[0][:20]
+    (['judge0', 'judge1', 'judge2'], 'no judge is clearly ')
     """
 
     rows: tuple[JudgeRow, ...]

@@ -24,8 +24,7 @@ from evalcert.logic.exact import RatioProgram, _relaxed, lp_levels
 from evalcert.logic.qcomplex import qcomplex_bounds
 from evalcert.logic.summaries import Decisions
 
-__all__ = ["MAX_PATTERNS", "JointModel", "joint_patterns", "pair_statistics",
-           "rounded_joint_point", "improve_split", "witness_of_split", "joint_start"]
+__all__ = ["MAX_PATTERNS", "JointModel", "joint_patterns"]
 
 #: most joint decision patterns the full-joint ILP accepts (R labels x patterns variables)
 MAX_PATTERNS = 20_000
