@@ -109,6 +109,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grade", default=None,
                         help="overall-accuracy spec checked under M=1 (App. D), e.g. 0.7")
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop the --m 2 / full search after SECONDS and print the "
+                             "proven bounds T in [lo, hi] instead of an exact T")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar on stderr (drawn once an audit passes ~3 s)")
     parser.add_argument("--verbose", action="store_true", help="progress of ILP solves")
     parser.set_defaults(func=run)
 
@@ -154,7 +159,8 @@ def run(args: argparse.Namespace) -> int:
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
-        judges=args.judges, judges_csv=args.judges_csv, verbose=args.verbose)
+        judges=args.judges, judges_csv=args.judges_csv, time_limit=args.time_limit,
+        progress=not args.no_progress, verbose=args.verbose)
     report = run_audit(spec)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)

@@ -200,7 +200,11 @@ class AuditSpec:
     with_bounds, max_keys : per-(grader, label) ranges at the first attaining keys
     judges, judges_csv : build the per-judge table (:mod:`evalcert.logic.judges`); write it
         as CSV here
-    verbose : progress of ILP solves on stderr
+    time_limit : seconds for the M=2 / full-joint search; past it the result carries the
+        proven bounds ``T in [T, T_upper]`` (``result.T_upper``) instead of an exact ``T``
+    progress : a progress bar on stderr once the search passes ~3 s (keys decided, bounds
+        on ``T``)
+    verbose : progress of ILP solves on stderr at once
 
     Examples
     --------
@@ -237,6 +241,8 @@ class AuditSpec:
     max_keys: int = 10
     judges: bool = False
     judges_csv: str | Path | None = None
+    time_limit: float | None = None
+    progress: bool = False
     verbose: bool = False
 
 
@@ -360,24 +366,33 @@ def _run(spec: AuditSpec) -> AuditReport:
                              f"summing to Q = {n_items}, one per label {list(data.labels)}")
     curve = None
     threshold = spec.threshold
+    if spec.time_limit is not None and not spec.time_limit > 0:
+        raise InputError(f"--time-limit {spec.time_limit}: give a number of seconds > 0")
+    search = {"progress": spec.progress, "time_limit": spec.time_limit}
     if sequence != 1:
         from evalcert.logic.sequences import alarm_sequence
 
         result = alarm_sequence(items, sequence, threshold, m=m, solver=solver,
-                                verbose=verbose, **bounds)
+                                verbose=verbose, **search, **bounds)
     elif m == "1":
         result = alarm(data, threshold, curves=plot is not None, **bounds)
         curve = result.curve
     elif m == "2":
         from evalcert.logic.pairs import alarm_m2
 
-        result = alarm_m2(data, threshold, solver=solver, verbose=verbose, **bounds)
+        result = alarm_m2(data, threshold, solver=solver, verbose=verbose, **search, **bounds)
     else:
         from evalcert.logic.joint import alarm_full
 
-        result = alarm_full(data, threshold, solver=solver, verbose=verbose, **bounds)
+        result = alarm_full(data, threshold, solver=solver, verbose=verbose, **search,
+                            **bounds)
     curve_summary = None
     extras: dict[str, Any] = {}
+    if result.T_upper is not None:
+        notes += (f"time limit reached: T in [{result.T}, {result.T_upper}] (proven bounds); "
+                  "per-(grader, label) ranges, curves and the judge table's exact columns "
+                  "need the exact T and are skipped",)
+        want_bounds = False
     if plot is not None:
         from evalcert.plots.alarms import plot_minmax_curve
 

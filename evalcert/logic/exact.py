@@ -33,14 +33,19 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pulp
 
-from evalcert.errors import CertificateError
+from evalcert.errors import CertificateError, SolverError
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.ilp import run_solver
 from evalcert.logic.levels import check_integer_solution, linear_value, max_ratio
 from evalcert.logic.search import KeySearch
 from evalcert.logic.summaries import Decisions, as_threshold
+from evalcert.progress import DELAY, progress_bar
 
 __all__ = ["RatioProgram", "exact_alarm", "lp_levels"]
+
+
+class _OutOfTime(Exception):
+    """The key search passed its time limit (caught in :func:`exact_alarm`)."""
 
 
 def _int(expr: Any, values: dict[str, int]) -> int:
@@ -160,7 +165,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
                 describe: Callable[[tuple[int, ...], Any], dict[str, Any]] | None = None,
                 start: tuple[Fraction, tuple[int, ...], Any] | None = None,
                 improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
-                search: str = "keys", max_keys: int = 2000) -> AlarmResult:
+                search: str = "keys", max_keys: int = 2000, progress: bool = False,
+                time_limit: float | None = None) -> AlarmResult:
     """Alarm from a model builder: exact ``T``, attaining keys and binding (grader, label)
     pairs by fixed-key ILPs, every feasible point re-checked.
 
@@ -174,7 +180,12 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     the M=1 keys with ``v(q) >= T``); without it only the witness key is listed.
     ``start``: ``(value, key, split)`` of a point known to be consistent (a lower bound).
     ``describe(key, values_or_split)`` turns the witness at ``T`` into the result's
-    ``witness`` dict. ``improve(values)`` may turn a solver's point into a better consistent
+    ``witness`` dict. ``progress``: a bar on stderr once the search passes ~3 s (at once
+    with ``verbose``) with the keys decided and the proven bounds ``T in [lo, hi]``.
+    ``time_limit`` (seconds, key search only): past it the search stops and the result
+    carries the proven bounds (``T`` the best re-checked point, ``T_upper`` the lowest
+    level known unattainable or the upper bound given; no attaining-key list, no binding
+    pairs) instead of raising. ``improve(values)`` may turn a solver's point into a better consistent
     point ``(value, key, point)`` (a local search), re-checked exactly by the caller.
 
     Examples
@@ -236,8 +247,40 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     if search == "keys" and solver == "highs":
         kspec = build(None)
         finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
-        t_val, n_keys_decided = finder.run(attained, upper, lambda values, f: accept(
-            _evaluate(kspec, f"{method} at level {f}"), f))
+        bar = progress_bar(progress or verbose, desc=method, unit="key",
+                           delay=0.0 if verbose else DELAY)
+        state = {"lo": attained, "hi": upper, "keys": 0}
+
+        def step(best: Fraction, hi: Fraction, n_decided: int) -> None:
+            bar.update(n_decided - state["keys"])
+            state.update(lo=best, hi=hi, keys=n_decided)
+            bar.set_postfix_str(f"T in [{best}, {hi}]")
+            if time_limit is not None:
+                left = time_limit - (time.perf_counter() - t0)
+                if left <= 0:
+                    raise _OutOfTime()
+                finder.model.time_limit = min(finder.model.time_limit, max(left, 0.1))
+
+        finder.on_step = step
+        try:
+            t_val, n_keys_decided = finder.run(attained, upper, lambda values, f: accept(
+                _evaluate(kspec, f"{method} at level {f}"), f))
+        except (_OutOfTime, SolverError) as stop:
+            bar.close()
+            if isinstance(stop, SolverError) and not (
+                    time_limit is not None and stop.status == "time_limit"):
+                raise
+            lo = max(found) if found else Fraction(0)  # every key attains 0
+            return AlarmResult(
+                threshold=x, fires=x >= state["hi"], T=lo,
+                attaining_keys=(found[lo][0],) if found else (),
+                n_attaining=None, binding=(), m=m, n_keys=n_keys, labels=decisions.labels,
+                graders=decisions.graders,
+                method=f"{method} ({solver}; stopped at the time limit of {time_limit:g} s)",
+                n_solves=n_solves + finder.model.n_mip, seconds=time.perf_counter() - t0,
+                witness=describe(*found[lo]) if describe is not None and found else None,
+                T_upper=state["hi"])
+        bar.close()
         n_solves += finder.model.n_mip
         if verbose:
             print(f"  key search: T = {t_val}, {n_keys_decided} keys decided "

@@ -42,7 +42,8 @@ from evalcert.logic.exact import exact_alarm
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.splits import (MAX_PATTERNS, JointModel, _joint_builder, _joint_value,
-                                   improve_split, joint_patterns, joint_start,
+                                   improve_split, joint_lp_bounds, joint_patterns,
+                                   joint_start,
                                    pair_statistics, rounded_joint_point, witness_of_split)
 from evalcert.logic.summaries import Decisions
 
@@ -77,7 +78,8 @@ def full_alarm_threshold(decisions: Decisions, *, lower: Sequence[int] | None = 
 def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | None = None,
                upper: Sequence[int] | None = None, solver: str = "highs",
                max_checks: int = 200, max_binding_keys: int = 3, max_keys: int = 1000,
-               verbose: bool = False) -> AlarmResult:
+               verbose: bool = False, progress: bool = False,
+               time_limit: float | None = None) -> AlarmResult:
     """No-knowledge alarm on the full joint of the graders' aligned decisions.
 
     Parameters
@@ -91,6 +93,9 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
         exist (complete decisions only); otherwise ``n_attaining`` is None and only a
         witness key is listed
     max_binding_keys : keys at which binding (grader, label) pairs are computed
+    progress, time_limit : a progress bar on stderr past ~3 s; stop after ``time_limit``
+        seconds with the proven bounds ``T in [T, T_upper]``
+        (:func:`~evalcert.logic.exact.exact_alarm`)
 
     Examples
     --------
@@ -125,9 +130,12 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
             split = as_split(point)  # the local search left the key bounds: keep the solver's
         return _joint_value(pats, split), tuple(int(v) for v in split.sum(axis=0)), split
 
+    start, lp_bound = joint_lp_bounds(dec, top, solver, lo if bounded else None,
+                                      hi if bounded else None)
+    if lp_bound is not None:  # T_full < lp_bound: the LP relaxation is infeasible there
+        top = min(top, lp_bound)
     return exact_alarm(build, dec, threshold, upper=top, m="full", method="full-joint ILP",
                        solver=solver, candidates=cands, n_keys=qcomplex_size(n, r, lo, hi),
                        max_checks=max_checks, max_binding_keys=max_binding_keys,
-                       verbose=verbose, describe=describe, improve=improve,
-                       start=joint_start(dec, top, solver, lo if bounded else None,
-                                         hi if bounded else None))
+                       verbose=verbose, describe=describe, improve=improve, start=start,
+                       progress=progress, time_limit=time_limit)

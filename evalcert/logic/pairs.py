@@ -154,7 +154,8 @@ def m2_alarm_threshold(decisions: Decisions, *, lower: Sequence[int] | None = No
 def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | None = None,
              upper: Sequence[int] | None = None, solver: str = "highs",
              max_keys: int = 1000, max_checks: int = 200, max_binding_keys: int = 3,
-             verbose: bool = False) -> AlarmResult:
+             verbose: bool = False, progress: bool = False,
+             time_limit: float | None = None) -> AlarmResult:
     """No-knowledge alarm under the M=2 axioms (ILP).
 
     ``T_2`` comes from :class:`evalcert.logic.search.KeySearch` (one cached HiGHS model:
@@ -164,7 +165,8 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
     the keys whose M=1 value reaches ``T_2`` (exactly, when at most ``max_checks`` of
     them; otherwise a witness key is listed and ``n_attaining`` is None); a (grader, label)
     pair binds at a key when no M=2-consistent evaluation with everyone at least ``T_2``
-    puts that grader above ``T_2`` on that label.
+    puts that grader above ``T_2`` on that label. ``progress`` and ``time_limit`` as in
+    :func:`evalcert.logic.exact.exact_alarm` (a time limit returns ``T in [T, T_upper]``).
 
     Examples
     --------
@@ -203,4 +205,5 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
                                                            limit=max_keys),
                        n_keys=qcomplex_size(counts.n_items, r, lo, hi), max_checks=max_checks,
                        max_binding_keys=max_binding_keys, verbose=verbose, describe=describe,
-                       start=None if bounded else joint_start(dec, top, solver))
+                       start=None if bounded else joint_start(dec, top, solver),
+                       progress=progress, time_limit=time_limit)

@@ -102,6 +102,11 @@ class AlarmResult(ResultMixin):
         Integer programs solved (0 for the closed form).
     seconds : float
         Wall time of the computation.
+    T_upper : Fraction or None
+        None when ``T`` is exact. Set when a time limit stopped the search: then ``T`` is a
+        proven lower bound (a re-checked point attains it), ``T_upper`` a proven upper
+        bound, and ``fires`` means ``x >= T_upper`` (certain); for ``T <= x < T_upper``
+        the alarm is undecided.
 
     Examples
     --------
@@ -129,14 +134,21 @@ class AlarmResult(ResultMixin):
     n_solves: int = 0
     seconds: float = 0.0
     witness: dict[str, Any] | None = None
+    T_upper: Fraction | None = None
 
     def summary(self) -> str:
         verdict = "FIRES" if self.fires else "silent"
+        if self.T_upper is not None and not self.fires and self.threshold >= self.T:
+            verdict = "UNDECIDED (time limit)"
         which = "full joint" if self.m == "full" else f"M={self.m}"
         head = (f"no-knowledge alarm ({which}, {self.method}): {verdict} at x = "
                 f"{self.threshold} ({float(self.threshold):.4f})\n"
-                f"T = {self.T} ({float(self.T):.4f}): the alarm fires iff x >= T\n"
-                f"labels {', '.join(self.labels)}; graders {', '.join(self.graders)}"
+                + (f"T = {self.T} ({float(self.T):.4f}): the alarm fires iff x >= T\n"
+                   if self.T_upper is None else
+                   f"time limit reached: T in [{self.T}, {self.T_upper}] ({float(self.T):.4f}"
+                   f" to {float(self.T_upper):.4f}), proven bounds: the alarm fires at x >= "
+                   f"{self.T_upper}, is silent at x < {self.T}\n")
+                + f"labels {', '.join(self.labels)}; graders {', '.join(self.graders)}"
                 + (f"; {self.n_keys} answer keys" if self.n_keys is not None else "")
                 + (f"; {self.n_solves} integer programs in {self.seconds:.2f} s"
                    if self.n_solves else "") + "\n")

@@ -223,7 +223,8 @@ def _m1_levels(m: Sequence[int], n_win: int, top: Fraction) -> list[Fraction]:
 def alarm_sequence(decisions: Decisions, size: int, threshold: Any, *, m: str | int = "full",
                    lower: Sequence[int] | None = None, upper: Sequence[int] | None = None,
                    solver: str = "highs", max_keys: int = 1000, max_checks: int = 200,
-                   verbose: bool = False) -> "AlarmResult":
+                   verbose: bool = False, progress: bool = False,
+                   time_limit: float | None = None) -> "AlarmResult":
     """The alarm on windows of ``size`` consecutive items (App. E) whose answer key comes
     from one item-level key: the windows are chained through their items' true labels.
 
@@ -296,7 +297,8 @@ def alarm_sequence(decisions: Decisions, size: int, threshold: Any, *, m: str | 
         return exact_alarm(build, windows, threshold, upper=top, m="full",
                            method="chained full-joint ILP", solver=solver, candidates=cands,
                            n_keys=None, max_checks=max_checks, verbose=verbose,
-                           describe=describe, max_keys=max_keys)
+                           describe=describe, max_keys=max_keys, progress=progress,
+                           time_limit=time_limit)
     if not windows.complete:
         raise InputError("--on-missing keep leaves skipped decisions, which only --m full "
                          "handles; use --m full or --on-missing drop")

@@ -240,7 +240,18 @@ def joint_start(dec: Decisions, top: Fraction, solver: str, lower: Any = None,
     """A proven lower bound for any M: the full-joint LP point near its largest feasible
     level, rounded to an exact key (:func:`rounded_joint_point`). Skipped when the key is
     bounded (rounding may leave the bounds)."""
+    return joint_lp_bounds(dec, top, solver, lower, upper)[0]
+
+
+def joint_lp_bounds(dec: Decisions, top: Fraction, solver: str, lower: Any = None,
+                    upper: Any = None
+                    ) -> tuple[tuple[Fraction, tuple[int, ...], np.ndarray] | None,
+                               Fraction | None]:
+    """``(start, bound)``: :func:`joint_start`'s point, and the lowest level at which the
+    full joint's LP relaxation is infeasible (None if it never was below ``top``): the
+    integer program is infeasible there too, so ``T_full < bound`` (not a bound on M=2,
+    whose set is larger)."""
     if lower is not None or upper is not None:
-        return None
-    level, _ = lp_levels(_joint_builder(dec), top, len(dec.items), solver)
-    return rounded_joint_point(dec, level, solver)
+        return None, None
+    level, bound = lp_levels(_joint_builder(dec), top, len(dec.items), solver)
+    return rounded_joint_point(dec, level, solver), bound
