@@ -109,6 +109,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grade", default=None,
                         help="overall-accuracy spec checked under M=1 (App. D), e.g. 0.7")
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    parser.add_argument("--swapped", action="store_true",
+                        help="pairwise logs: merge each comparison shown as A/B and B/A into "
+                             "one item judged by <judge>/ab and <judge>/ba, and report each "
+                             "judge's consistency under the swap")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="stop the --m 2 / full search after SECONDS and print the "
                              "proven bounds T in [lo, hi] instead of an exact T")
@@ -159,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
-        judges=args.judges, judges_csv=args.judges_csv, time_limit=args.time_limit,
+        judges=args.judges, judges_csv=args.judges_csv, swapped=args.swapped,
+        time_limit=args.time_limit,
         progress=not args.no_progress, verbose=args.verbose)
     report = run_audit(spec)
     for note in report.notes:

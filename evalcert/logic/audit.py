@@ -200,6 +200,9 @@ class AuditSpec:
     with_bounds, max_keys : per-(grader, label) ranges at the first attaining keys
     judges, judges_csv : build the per-judge table (:mod:`evalcert.logic.judges`); write it
         as CSV here
+    swapped : merge each pairwise comparison's A/B and B/A presentations into one item with
+        graders ``<judge>/ab`` and ``<judge>/ba`` (:mod:`evalcert.logic.swaps`); the judges'
+        swap consistency goes to ``read["swapped"]`` and the judge table
     time_limit : seconds for the M=2 / full-joint search; past it the result carries the
         proven bounds ``T in [T, T_upper]`` (``result.T_upper``) instead of an exact ``T``
     progress : a progress bar on stderr once the search passes ~3 s (keys decided, bounds
@@ -241,6 +244,7 @@ class AuditSpec:
     max_keys: int = 10
     judges: bool = False
     judges_csv: str | Path | None = None
+    swapped: bool = False
     time_limit: float | None = None
     progress: bool = False
     verbose: bool = False
@@ -312,6 +316,21 @@ def _run(spec: AuditSpec) -> AuditReport:
         notes = tuple(data.report.notes()) if data.report is not None else ()
     else:
         read, notes = {"format": "label counts (json)", "items_used": data.n_items}, ()
+    swap = None
+    if spec.swapped:
+        if not isinstance(data, Decisions):
+            raise InputError("--swapped needs a pairwise judge log, not label counts")
+        from evalcert.logic.swaps import apply_on_missing, merge_swapped
+
+        merged = merge_swapped(data)
+        data, n_drop = apply_on_missing(merged.decisions, spec.on_missing)
+        notes += (merged.summary() + (f"; {n_drop} comparisons shown in one order only "
+                                      "dropped" if n_drop else ""),)
+        read["swapped"] = {"items_before": merged.items_before,
+                           "comparisons": merged.items_after, "dropped_one_order": n_drop,
+                           "swap_consistency": merged.swap_consistency,
+                           "judged_in_both_orders": merged.n_both}
+        swap = {f"{g}/{o}": v for g, v in merged.swap_consistency.items() for o in ("ab", "ba")}
     items = data
     with_bounds = spec.with_bounds
     if sequence != 1:
@@ -430,7 +449,7 @@ def _run(spec: AuditSpec) -> AuditReport:
         from evalcert.logic.judges import judge_table
 
         extras["judges"] = table = judge_table(data, result, extras.get("bounds"),
-                                               seed=spec.seed)
+                                               seed=spec.seed, swap=swap)
         if spec.judges_csv is not None:
             rows = table.csv_rows()
             with open(spec.judges_csv, "w", newline="") as fh:
