@@ -89,6 +89,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "ranges at T, and flags (weakest, degenerate, copy)")
     parser.add_argument("--judges-csv", default=None,
                         help="write the per-judge table as CSV here (implies --judges)")
+    parser.add_argument("--judges-plot", default=None,
+                        help="draw the per-judge table here (.png/.pdf/.svg; implies --judges)")
     parser.add_argument("--estimates", default=None,
                         help="point estimates beside the bounds, checked against T: ds "
                              "(Dawid-Skene), mv (majority vote), e.g. ds,mv (crowd-kit)")
@@ -148,10 +150,12 @@ def run(args: argparse.Namespace) -> int:
 
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
-                   "--squares": args.squares, "--judges-csv": args.judges_csv},
+                   "--squares": args.squares, "--judges-csv": args.judges_csv,
+                   "--judges-plot": args.judges_plot},
                   inputs=[args.path], force=args.force,
                   suffixes={"--json": (".json",), "--plot": images, "--csv": (".csv",),
-                            "--squares": images, "--judges-csv": (".csv",)})
+                            "--squares": images, "--judges-csv": (".csv",),
+                            "--judges-plot": images})
     spec = AuditSpec(
         args.path, args.threshold, m=args.m, fmt=args.format, labels=args.labels,
         graders=args.graders.split(",") if args.graders else None,
@@ -163,7 +167,8 @@ def run(args: argparse.Namespace) -> int:
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
-        judges=args.judges, judges_csv=args.judges_csv, swapped=args.swapped,
+        judges=args.judges, judges_csv=args.judges_csv,
+        judges_plot=args.judges_plot, swapped=args.swapped,
         time_limit=args.time_limit,
         progress=not args.no_progress, verbose=args.verbose)
     report = run_audit(spec)

@@ -198,8 +198,8 @@ class AuditSpec:
         item-level key
     label_thresholds, grade : one M=1 spec to check
     with_bounds, max_keys : per-(grader, label) ranges at the first attaining keys
-    judges, judges_csv : build the per-judge table (:mod:`evalcert.logic.judges`); write it
-        as CSV here
+    judges, judges_csv, judges_plot : build the per-judge table
+        (:mod:`evalcert.logic.judges`); write it as CSV / draw it here
     swapped : merge each pairwise comparison's A/B and B/A presentations into one item with
         graders ``<judge>/ab`` and ``<judge>/ba`` (:mod:`evalcert.logic.swaps`); the judges'
         swap consistency goes to ``read["swapped"]`` and the judge table
@@ -244,6 +244,7 @@ class AuditSpec:
     max_keys: int = 10
     judges: bool = False
     judges_csv: str | Path | None = None
+    judges_plot: str | Path | None = None
     swapped: bool = False
     time_limit: float | None = None
     progress: bool = False
@@ -357,12 +358,12 @@ def _run(spec: AuditSpec) -> AuditReport:
         raise InputError(f"--on-missing keep leaves skipped decisions; the M={m} axioms need "
                          "every grader on every item and only --m full handles skips: use "
                          "--m full or --on-missing drop")
-    if (estimators or with_agreement or n_boot or spec.judges or spec.judges_csv) and not isinstance(data,
-                                                                                  Decisions):
+    want_judges = spec.judges or spec.judges_csv is not None or spec.judges_plot is not None
+    if (estimators or with_agreement or n_boot or want_judges) and \
+            not isinstance(data, Decisions):
         raise InputError("estimates, agreement, the bootstrap and the per-judge table need "
                          "the decisions (a judge log), not label counts")
-    want_bounds = (with_bounds or csv is not None or spec.judges
-                   or spec.judges_csv is not None)
+    want_bounds = with_bounds or csv is not None or want_judges
     if isinstance(data, Decisions) and not data.complete:
         needs = [flag for flag, on in (("--csv", csv), ("--bounds", with_bounds or None),
                                        ("--plot", plot), ("--squares", squares))
@@ -445,7 +446,7 @@ def _run(spec: AuditSpec) -> AuditReport:
                                     for e in estimators)
         extras["agreement"] = est.agreement(data) if with_agreement else None
         extras["bootstrap"] = est.bootstrap_t(data, n_boot, spec.seed) if n_boot else None
-    if spec.judges or spec.judges_csv is not None:
+    if want_judges:
         from evalcert.logic.judges import judge_table
 
         extras["judges"] = table = judge_table(data, result, extras.get("bounds"),
@@ -457,6 +458,11 @@ def _run(spec: AuditSpec) -> AuditReport:
                 writer.writeheader()
                 writer.writerows(rows)
             notes += (f"per-judge table written to {spec.judges_csv}",)
+        if spec.judges_plot is not None:
+            from evalcert.plots.judges import plot_judges
+
+            plot_judges(table, spec.judges_plot)
+            notes += (f"per-judge figure written to {spec.judges_plot}",)
     if squares is not None:
         from evalcert.plots.alarms import plot_correctness_squares
 

@@ -66,10 +66,11 @@ def test_m2_with_skipped_items_names_m2(tmp_path, capsys):
 
 
 def test_judges_cli_text_json_and_csv(tmp_path, capsys):
-    out_json, out_csv = tmp_path / "a.json", tmp_path / "j.csv"
+    out_json, out_csv, out_png = tmp_path / "a.json", tmp_path / "j.csv", tmp_path / "j.png"
     assert main(["audit", TABLE1, "--labels", "a,b,tie", "--graders", "experts,authors,gpt4",
-                 "--judges", "--json", str(out_json),
+                 "--judges", "--json", str(out_json), "--judges-plot", str(out_png),
                  "--judges-csv", str(out_csv)]) == 0
+    assert out_png.read_bytes()[:4] == b"\x89PNG"
     assert capsys.readouterr().out.startswith("judges: ")
     judges = json.loads(out_json.read_text())["judges"]
     assert {j["judge"] for j in judges} == {"experts", "authors", "gpt4"}
