@@ -115,6 +115,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="pairwise logs: merge each comparison shown as A/B and B/A into "
                              "one item judged by <judge>/ab and <judge>/ba, and report each "
                              "judge's consistency under the swap")
+    parser.add_argument("--tolerance", type=nonnegative_int, default=0, metavar="K",
+                        help="ordinal labels (e.g. scores 1-10 declared in order with "
+                             "--labels): a decision within K steps of the true label is "
+                             "correct; M=1, 2 and full, exact")
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="stop the --m 2 / full search after SECONDS and print the "
                              "proven bounds T in [lo, hi] instead of an exact T")
@@ -168,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
         judges=args.judges, judges_csv=args.judges_csv,
-        judges_plot=args.judges_plot, swapped=args.swapped,
+        judges_plot=args.judges_plot, swapped=args.swapped, tolerance=args.tolerance,
         time_limit=args.time_limit,
         progress=not args.no_progress, verbose=args.verbose)
     report = run_audit(spec)

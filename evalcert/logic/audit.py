@@ -203,6 +203,8 @@ class AuditSpec:
     swapped : merge each pairwise comparison's A/B and B/A presentations into one item with
         graders ``<judge>/ab`` and ``<judge>/ba`` (:mod:`evalcert.logic.swaps`); the judges'
         swap consistency goes to ``read["swapped"]`` and the judge table
+    tolerance : ordinal labels: a decision within this many steps of the true label (in
+        the declared label order) counts as correct (:mod:`evalcert.logic.ordinal`)
     time_limit : seconds for the M=2 / full-joint search; past it the result carries the
         proven bounds ``T in [T, T_upper]`` (``result.T_upper``) instead of an exact ``T``
     progress : a progress bar on stderr once the search passes ~3 s (keys decided, bounds
@@ -246,6 +248,7 @@ class AuditSpec:
     judges_csv: str | Path | None = None
     judges_plot: str | Path | None = None
     swapped: bool = False
+    tolerance: int = 0
     time_limit: float | None = None
     progress: bool = False
     verbose: bool = False
@@ -373,7 +376,7 @@ def _run(spec: AuditSpec) -> AuditReport:
                              "every grader on every item (M=1 curves and squares, "
                              "accuracies at a fixed key); drop them or use --on-missing drop")
         want_bounds = False
-    want_bounds = want_bounds and sequence == 1
+    want_bounds = want_bounds and sequence == 1 and not spec.tolerance
     if not 1 <= max_keys <= 1000:
         raise InputError(f"--max-keys {max_keys}: give 1 to 1000 keys")
     if want_bounds:
@@ -389,7 +392,18 @@ def _run(spec: AuditSpec) -> AuditReport:
     if spec.time_limit is not None and not spec.time_limit > 0:
         raise InputError(f"--time-limit {spec.time_limit}: give a number of seconds > 0")
     search = {"progress": spec.progress, "time_limit": spec.time_limit}
-    if sequence != 1:
+    if spec.tolerance:
+        if sequence != 1 or with_bounds or csv is not None or plot is not None or \
+                squares is not None or \
+                spec.label_thresholds is not None or spec.grade is not None:
+            raise InputError("--tolerance runs the alarm alone (with --judges' estimated "
+                             "columns); drop --sequence, --csv, --bounds, --plot, --squares, "
+                             "--label-thresholds and --grade")
+        from evalcert.logic.ordinal import alarm_tolerance
+
+        result = alarm_tolerance(data, threshold, spec.tolerance, m=m, solver=solver,
+                                 verbose=verbose, **search, **bounds)
+    elif sequence != 1:
         from evalcert.logic.sequences import alarm_sequence
 
         result = alarm_sequence(items, sequence, threshold, m=m, solver=solver,

@@ -48,6 +48,11 @@ class _OutOfTime(Exception):
     """The key search passed its time limit (caught in :func:`exact_alarm`)."""
 
 
+def _left(time_limit: float | None, since: float) -> float | None:
+    """What is left of ``time_limit`` seconds started at ``since`` (at least 1 ns)."""
+    return None if time_limit is None else max(time_limit - (time.perf_counter() - since), 1e-9)
+
+
 def _int(expr: Any, values: dict[str, int]) -> int:
     if isinstance(expr, (int, np.integer)):
         return int(expr)
@@ -297,6 +302,12 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
         i, t)`` with ``kind`` ``"above"`` (``b * correct - a * den >= 1`` for ``T = a / b``:
         strictly above T) or ``"den"`` (``den >= 1``)."""
         nonlocal n_solves
+        if time_limit is not None:
+            left = time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                raise _OutOfTime()
+            if finder is not None:
+                finder.model.time_limit = max(left, 0.1)
         spec = kspec if finder is not None else build(key)
         rows = []
         for kind, i, t in require:
@@ -316,25 +327,39 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     points: dict[tuple[int, ...], tuple] = {}
     n_att: int | None
     n_cand, cand = candidates(t_val) if candidates is not None else (None, ())
+    late = ""  # what the time limit left undecided after T was exact
     if t_val == 0 and n_cand is not None:  # every key attains 0
         n_att, keys = n_cand, list(cand)
     elif n_cand is not None and n_cand <= max_checks:
-        for key in map(tuple, cand):
-            out = at_key(key, f"{method} at key {key}")
-            if out is not None:
-                keys.append(key)
-                points[key] = out
-        n_att = len(keys)
+        try:
+            for key in map(tuple, cand):
+                out = at_key(key, f"{method} at key {key}")
+                if out is not None:
+                    keys.append(key)
+                    points[key] = out
+            n_att = len(keys)
+        except (_OutOfTime, SolverError) as stop:
+            if isinstance(stop, SolverError) and stop.status != "time_limit":
+                raise
+            late = "attaining keys and binding pairs"
+            keys, n_att = [found[t_val][0]], None
     else:
         keys, n_att = [found[t_val][0]], None
     binding: dict[tuple[str, str], None] = {}
-    for key in (keys[:max_binding_keys] if t_val > 0 else []):
-        first = points.get(key) or at_key(key, f"{method} at key {key}")
-        if first is None:  # a re-checked point attains T at this key
-            raise CertificateError(f"{method}: the solver calls key {key} infeasible at "
-                                   f"{t_val}, which an exactly checked point attains")
-        for i, t in _binding_cells(key, t_val, first, at_key, method, decisions):
-            binding[(decisions.graders[i], decisions.labels[t])] = None
+    try:
+        for key in (keys[:max_binding_keys] if t_val > 0 and not late else []):
+            first = points.get(key) or at_key(key, f"{method} at key {key}")
+            if first is None:  # a re-checked point attains T at this key
+                raise CertificateError(f"{method}: the solver calls key {key} infeasible at "
+                                       f"{t_val}, which an exactly checked point attains")
+            for i, t in _binding_cells(key, t_val, first, at_key, method, decisions):
+                binding[(decisions.graders[i], decisions.labels[t])] = None
+    except (_OutOfTime, SolverError) as stop:
+        if isinstance(stop, SolverError) and stop.status != "time_limit":
+            raise
+        late = late or "binding pairs"
+    if late:
+        method += f"; T exact, {late} not all decided within the time limit"
     witness = describe(*found[t_val]) if describe is not None else None
     return AlarmResult(threshold=x, fires=x >= t_val, T=t_val, attaining_keys=tuple(keys),
                        n_attaining=n_att, binding=tuple(binding), m=m, n_keys=n_keys,

@@ -31,6 +31,7 @@ patients with 5 raters (first rating each, 4 labels): see ``tests/logic/test_joi
 
 from __future__ import annotations
 
+import time
 from fractions import Fraction
 from typing import Any, Sequence
 
@@ -38,7 +39,7 @@ import numpy as np
 
 from evalcert.errors import InputError
 from evalcert.logic.alarms import alarm_threshold, attaining_keys
-from evalcert.logic.exact import exact_alarm
+from evalcert.logic.exact import _left, exact_alarm
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.splits import (MAX_PATTERNS, JointModel, _joint_builder, _joint_value,
@@ -104,6 +105,7 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
     >>> r.T, r.attaining_keys
     (Fraction(5, 8), ((6, 16, 3), (8, 14, 3)))
     """
+    t_start = time.perf_counter()  # the time limit counts the start point too
     dec = _check(decisions)
     n, r = len(dec.items), len(dec.labels)
     lo, hi = qcomplex_bounds(n, r, lower, upper)
@@ -138,4 +140,5 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
                        solver=solver, candidates=cands, n_keys=qcomplex_size(n, r, lo, hi),
                        max_checks=max_checks, max_binding_keys=max_binding_keys,
                        verbose=verbose, describe=describe, improve=improve, start=start,
-                       progress=progress, time_limit=time_limit)
+                       progress=progress,
+                       time_limit=_left(time_limit, t_start))

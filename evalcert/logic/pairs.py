@@ -22,6 +22,7 @@ at that key (:class:`~evalcert.logic.search.KeySearch`).
 from __future__ import annotations
 
 import itertools
+import time
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -31,7 +32,7 @@ import pulp
 from evalcert.errors import InputError
 from evalcert.logic.alarms import alarm_threshold, attaining_keys
 from evalcert.logic.ilp import IlpResult, M1Model, solve_model
-from evalcert.logic.exact import RatioProgram, exact_alarm
+from evalcert.logic.exact import RatioProgram, _left, exact_alarm
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.splits import joint_start, witness_of_split
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
@@ -177,6 +178,7 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
     >>> r.T, r.fires, r.m
     (Fraction(5, 8), False, 2)
     """
+    t_start = time.perf_counter()  # the time limit counts the start point too
     dec = _check_decisions(decisions)
     counts = dec.label_counts()
     r = len(dec.labels)
@@ -206,4 +208,5 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
                        n_keys=qcomplex_size(counts.n_items, r, lo, hi), max_checks=max_checks,
                        max_binding_keys=max_binding_keys, verbose=verbose, describe=describe,
                        start=None if bounded else joint_start(dec, top, solver),
-                       progress=progress, time_limit=time_limit)
+                       progress=progress,
+                       time_limit=_left(time_limit, t_start))
