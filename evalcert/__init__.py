@@ -43,7 +43,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     # data
     "ScoreMatrix": "evalcert.data",
-    "read_scores": "evalcert.data",
+    "read_scores": "evalcert.io.scores",
     "demo_scores": "evalcert.datasets.demo",
     # clipped-linear (Eq. 7) and Gini (Prop. 4.1) fits with certificates
     "ClippedLinear": "evalcert.solvers.clipped_linear",
@@ -53,19 +53,25 @@ _PUBLIC = {
     "available_backends": "evalcert.solvers.backends",
     "gini_projection": "evalcert.solvers.gini_projection",
     # IRT estimators
-    "Rasch": "evalcert.solvers.irt",
-    "TwoPL": "evalcert.solvers.irt",
-    "LogisticFactor": "evalcert.solvers.irt",
-    "BetaIRT": "evalcert.solvers.irt",
-    "JEIRT": "evalcert.solvers.irt",
-    "ThreePL": "evalcert.solvers.irt",
-    "IRTResult": "evalcert.solvers.irt",
-    "fit_irt": "evalcert.solvers.irt",
+    "Rasch": "evalcert.irt.rasch",
+    "TwoPL": "evalcert.irt.twopl",
+    "LogisticFactor": "evalcert.irt.factor",
+    "BetaIRT": "evalcert.irt.beta",
+    "JEIRT": "evalcert.irt.je",
+    "ThreePL": "evalcert.irt.threepl",
+    "GradedResponse": "evalcert.irt.polytomous",
+    "IRTResult": "evalcert.irt.base",
+    "fit_irt": "evalcert.irt",
+    "read_responses": "evalcert.io.responses",
     # judge audits (logic of unsupervised evaluation)
     "alarm": "evalcert.logic",
     "alarm_m2": "evalcert.logic",
+    "alarm_full": "evalcert.logic.joint",
     "AlarmResult": "evalcert.logic",
-    "read_decisions": "evalcert.logic",
+    "run_audit": "evalcert.logic.audit",
+    "AuditSpec": "evalcert.logic.audit",
+    "AuditReport": "evalcert.logic.audit",
+    "read_decisions": "evalcert.io.decisions",
     "label_counts": "evalcert.logic",
     # diagnostics and experiments of paper 000
     "curl_test": "evalcert.diagnostics",
@@ -86,24 +92,37 @@ _PUBLIC = {
 }
 
 if TYPE_CHECKING:  # the real types for type checkers (`X as X`: re-exported); lazy at run time
-    from evalcert.data import ScoreMatrix as ScoreMatrix
-    from evalcert.data_io import read_scores as read_scores  # evalcert.data re-exports it lazily
+    from evalcert.data.matrix import ScoreMatrix as ScoreMatrix
+    from evalcert.io.scores import read_scores as read_scores
     from evalcert.datasets.demo import demo_scores as demo_scores
     from evalcert.solvers.clipped_linear import (ClippedLinear as ClippedLinear,
                                                  ClippedLinearResult as ClippedLinearResult)
     from evalcert.solvers.certificates import Certificate as Certificate, Tolerance as Tolerance
     from evalcert.solvers.backends import available_backends as available_backends
     from evalcert.solvers.gini_projection import gini_projection as gini_projection
-    from evalcert.solvers.irt import (Rasch as Rasch, TwoPL as TwoPL,
-                                      LogisticFactor as LogisticFactor, BetaIRT as BetaIRT,
-                                      JEIRT as JEIRT, ThreePL as ThreePL, IRTResult as IRTResult,
-                                      fit_irt as fit_irt)
-    from evalcert.logic import (alarm as alarm, alarm_m2 as alarm_m2, AlarmResult as AlarmResult,
-                                read_decisions as read_decisions, label_counts as label_counts)
-    from evalcert.diagnostics import (curl_test as curl_test, enforce_dcore as enforce_dcore,
-                                      bootstrap_fidelity as bootstrap_fidelity,
-                                      sparse_recovery as sparse_recovery)
-    from evalcert.benchmarking import bench as bench
+    from evalcert.irt.rasch import Rasch as Rasch
+    from evalcert.irt.twopl import TwoPL as TwoPL
+    from evalcert.irt.factor import LogisticFactor as LogisticFactor
+    from evalcert.irt.beta import BetaIRT as BetaIRT
+    from evalcert.irt.je import JEIRT as JEIRT
+    from evalcert.irt.threepl import ThreePL as ThreePL
+    from evalcert.irt.polytomous import GradedResponse as GradedResponse
+    from evalcert.irt.base import IRTResult as IRTResult
+    from evalcert.irt import fit_irt as fit_irt
+    from evalcert.io.responses import read_responses as read_responses
+    from evalcert.logic.alarms import alarm as alarm
+    from evalcert.logic.pairs import alarm_m2 as alarm_m2
+    from evalcert.logic.joint import alarm_full as alarm_full
+    from evalcert.logic.result import AlarmResult as AlarmResult
+    from evalcert.logic.audit import (run_audit as run_audit, AuditSpec as AuditSpec,
+                                      AuditReport as AuditReport)
+    from evalcert.io.decisions import read_decisions as read_decisions
+    from evalcert.logic.summaries import label_counts as label_counts
+    from evalcert.diagnostics.curl import curl_test as curl_test
+    from evalcert.diagnostics.connectivity import enforce_dcore as enforce_dcore
+    from evalcert.diagnostics.bootstrap import bootstrap_fidelity as bootstrap_fidelity
+    from evalcert.diagnostics.experiments import sparse_recovery as sparse_recovery
+    from evalcert.benchmarking.runner import bench as bench
     from evalcert.errors import (EvalcertError as EvalcertError, InputError as InputError,
                                  ConnectivityError as ConnectivityError,
                                  InfeasibleError as InfeasibleError, SolverError as SolverError,
@@ -112,8 +131,8 @@ if TYPE_CHECKING:  # the real types for type checkers (`X as X`: re-exported); l
                                  BackendUnavailableError as BackendUnavailableError)
 
 #: Subpackages reachable as attributes (``evalcert.logic``), imported on first use.
-_SUBPACKAGES = ("benchmarking", "data", "datasets", "diagnostics", "errors", "logic", "plots",
-                "solvers")
+_SUBPACKAGES = ("benchmarking", "data", "datasets", "diagnostics", "errors", "io", "irt", "logic",
+                "plots", "solvers")
 
 __all__ = ["__version__", *_PUBLIC]
 

@@ -73,14 +73,16 @@ def results(tmp_path_factory) -> dict[type, object]:
     from evalcert import label_counts, read_decisions
     from evalcert.datasets.mtbench import paper_summaries
     from evalcert.logic.audit import run_audit
+    from evalcert.logic.summaries import decisions_from_frame
+    from evalcert.logic.swaps import merge_swapped
     from evalcert.logic.ilp import best_min_accuracy_ilp
     from evalcert.solvers.certificates import QP, qp_certificate
     from evalcert.logic.evaluations import evaluation_counts
     from evalcert.logic.exams import grade_sets
     from evalcert.solvers.gini_projection import gini_projection
-    from evalcert.solvers.irt import (evaluate_anchors, holdout_evaluate, item_fit,
+    from evalcert.irt import (evaluate_anchors, holdout_evaluate, item_fit,
                                       likelihood_ratio_test, score_models)
-    from evalcert.solvers.irt.holdout import cross_validate
+    from evalcert.irt.holdout import cross_validate
 
     S = demo_scores(n_agents=12, n_items=20)
     rng = np.random.default_rng(0)
@@ -100,10 +102,12 @@ def results(tmp_path_factory) -> dict[type, object]:
         evaluate_anchors(Rasch(method="mml"), Y, n_anchors=5, seed=0),
         holdout_evaluate(Rasch(method="map"), Y, "entrywise", seed=0),
         cross_validate(Rasch(method="map"), Y, "lam", [0.5, 1.0], n_folds=2, seed=0),
-        run_audit(log, "1/2", m="2", with_bounds=True, curve=True,
+        run_audit(log, "1/2", m="2", with_bounds=True, page=True,
                   estimators=("mv",), with_agreement=True, n_boot=5),
         alarm({"a": {"x": 3, "y": 1}, "b": {"x": 2, "y": 2}}, "1/2"),
         read_decisions(log), label_counts({"a": {"x": 3, "y": 1}}),
+        merge_swapped(decisions_from_frame(pd.DataFrame(
+            {"item": ["1|x|y", "1|y|x"], "grader": "g", "label": ["a", "b"]}), labels="a,b")),
         best_min_accuracy_ilp(paper_summaries(), (6, 15, 4)),
         qp_certificate(QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]),
                           A=sp.eye(1, format="csc"), l=np.array([-1.0]), u=np.array([1.0])),

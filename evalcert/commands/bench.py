@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from evalcert.benchmarking import bench
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     check_outputs({"--html": args.html}, force=args.force, suffixes={"--html": HTML_SUFFIXES})
     result = bench(args.family, args.backends, args.profile, quick=args.quick, out=args.out,

@@ -29,8 +29,9 @@ def grader_table(report: Any, result: Any) -> tuple[Table, str]:
     has per-(grader, label) bounds, its largest accuracy per label at the first attaining
     key; and a sentence naming the weakest grader(s).
 
-    A per-judge table computed by the audit itself (``report.judges`` with ``to_frame()``)
-    is shown as it is instead.
+    The audit's own per-judge table (``report.judges``, :mod:`evalcert.logic.judges`:
+    estimated and exact columns, flags, a verdict naming the weakest judge) is shown
+    instead when it was built.
 
     Examples
     --------
@@ -42,13 +43,17 @@ def grader_table(report: Any, result: Any) -> tuple[Table, str]:
     (('authors', 'b'), ('gpt4', 'a'))
     """
     judges = getattr(report, "judges", None)
-    if judges is not None and hasattr(judges, "to_frame"):
-        from evalcert.report.page import table_from_frame
-
-        frame = judges.to_frame()
-        weakest = getattr(judges, "weakest", None)
-        text = (f"Weakest: {', '.join(map(str, weakest))}." if weakest else "")
-        return table_from_frame(frame, caption="Per judge", id="judges", limit=200), text
+    if judges is not None and getattr(judges, "rows", None):
+        order = sorted(judges.rows, key=lambda r: (r.flag is None, r.ds_accuracy))
+        rows = tuple((r.judge, r.flag or "", r.ds_accuracy, r.ds_ci_low, r.ds_ci_high,
+                      r.kappa_mean, r.alpha_without, r.min_accuracy, r.max_accuracy,
+                      bool(r.binds), r.reason) for r in order)
+        table = Table(("judge", "flag", "DS accuracy", "low", "high", "kappa", "alpha w/o",
+                       "min acc. at T", "max worst at T", "binds T", "why"), rows,
+                      caption=f"Per judge: Dawid-Skene accuracy (estimated; {judges.level:.0%} "
+                              "bootstrap interval low-high) beside the exact accuracies every "
+                              "consistent evaluation allows with every judge >= T", id="judges")
+        return table, "\n".join(judges.verdict)
     binding: dict[str, list[str]] = {}
     for grader, label in result.binding:
         binding.setdefault(grader, []).append(label)
@@ -132,11 +137,20 @@ def page_from_audit(report: Any, *, source: str | None = None, command: str | No
                    ("integer programs", result.n_solves)), id="verdict-facts")
     table, weakest = grader_table(report, result)
     verdict = Verdict(head, "alarm" if result.fires else "ok", meaning, facts,
-                      (table, Text(weakest)))
+                      (table, Text(weakest, "list")))
     sections: list[Section] = []
     figure = _curve_figure(result)
     if figure is not None:
         sections.append(Section("Min-max curve", (figure,), id="curve-section"))
+    judges = getattr(report, "judges", None)
+    if judges is not None and getattr(judges, "rows", None):
+        from evalcert.plots.judges import plot_judges
+
+        sections.append(Section("Judges", (Figure(
+            figure_uri(plot_judges(judges)), alt="per-judge accuracies",
+            caption="Each judge's Dawid-Skene accuracy with its bootstrap interval "
+                    "(estimated) beside its exact accuracy range at T (grey: certain); "
+                    "T dashed.", id="judges-figure"),), id="judges-section"))
     keys = result.attaining_keys[:limit]
     n_att = result.n_attaining
     sections.append(Section("Answer keys attaining T", (

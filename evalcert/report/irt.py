@@ -4,7 +4,7 @@ information curve and the misfitting items, then the estimates and the inputs.
 Examples
 --------
 >>> import numpy as np
->>> from evalcert.solvers.irt import Rasch
+>>> from evalcert.irt import Rasch
 >>> Y = (np.random.default_rng(0).random((30, 10)) < 0.6).astype(float)
 >>> est = Rasch(method="mml").fit(Y)
 >>> page = page_from_irt(est.result_, responses=Y, estimator=est)
@@ -40,7 +40,7 @@ def ranking_rows(result: Any) -> list[tuple[int, str, float, float, float, float
     Examples
     --------
     >>> import numpy as np
-    >>> from evalcert.solvers.irt import Rasch
+    >>> from evalcert.irt import Rasch
     >>> Y = (np.random.default_rng(0).random((30, 10)) < 0.6).astype(float)
     >>> est = Rasch(method="mml").fit(Y)
     >>> rank, model, ability, se, low, high = ranking_rows(est.result_)[0]
@@ -57,7 +57,7 @@ def ranking_rows(result: Any) -> list[tuple[int, str, float, float, float, float
 
 
 def _item_parameters(result: Any) -> Any:
-    from evalcert.solvers.irt.information import ItemParameters
+    from evalcert.irt.information import ItemParameters
 
     if result.model not in ("rasch", "2pl", "3pl"):
         return None
@@ -115,7 +115,7 @@ def _item_map(theta: np.ndarray, b: np.ndarray) -> Figure:
 
 
 def _information(params: Any, theta: np.ndarray) -> tuple[Figure, float, float]:
-    from evalcert.solvers.irt.information import test_information
+    from evalcert.irt.information import test_information
 
     usable = params.take(params.usable)
     fin = theta[np.isfinite(theta)]
@@ -146,7 +146,7 @@ def _information(params: Any, theta: np.ndarray) -> tuple[Figure, float, float]:
 
 
 def _misfit(estimator: Any, responses: Any, threshold: float, limit: int) -> list[Any]:
-    from evalcert.solvers.irt.itemfit import item_fit
+    from evalcert.irt.itemfit import item_fit
 
     res = item_fit(estimator, responses, threshold=threshold)
     t = np.maximum(np.abs(np.nan_to_num(res.items["outfit_t"])),
@@ -169,7 +169,7 @@ def page_from_irt(result: Any, *, responses: Any = None, estimator: Any = None,
                   source: str | None = None, fmt: str | None = None,
                   read: str | None = None, command: str | None = None,
                   misfit_threshold: float = 2.0, limit: int = 50) -> Page:
-    """The page of an :class:`~evalcert.solvers.irt.base.IRTResult` (``evalcert irt fit``).
+    """The page of an :class:`~evalcert.irt.base.IRTResult` (``evalcert irt fit``).
 
     Parameters
     ----------
@@ -191,7 +191,7 @@ def page_from_irt(result: Any, *, responses: Any = None, estimator: Any = None,
     Examples
     --------
     >>> import numpy as np
-    >>> from evalcert.solvers.irt import Rasch
+    >>> from evalcert.irt import Rasch
     >>> Y = (np.random.default_rng(0).random((30, 10)) < 0.6).astype(float)
     >>> est = Rasch(method="mml").fit(Y)
     >>> page = page_from_irt(est.result_, responses=Y, estimator=est, source="r.csv")

@@ -122,7 +122,7 @@ def render_fragment(page: Page) -> str:
 def write_html(page: Page, path: str | os.PathLike[str]) -> Path:
     """Write ``render(page)`` to ``path`` (UTF-8); return the path.
 
-    The caller checks the path first (the CLI: :func:`evalcert.outputs.check_outputs`).
+    The caller checks the path first (the CLI: :func:`evalcert.io.outputs.check_outputs`).
 
     Examples
     --------

@@ -99,10 +99,18 @@ def test_audit_numbers_equal_json(pages):
     assert ("FIRES" if data["fires"] else "silent") in page.texts["verdict"]
     keys = [[int(v) for _, v in row] for row in page.tables["keys"]["rows"]]
     assert keys == data["attaining_keys"][:len(keys)] and keys
-    graders = {row[0][0]: row[1][0] for row in page.tables["graders"]["rows"]}
-    assert set(graders) == set(data["graders"])
-    for grader, label in data["binding"]:
-        assert label in graders[grader]
+    judges = page.tables["judges"]             # the per-judge table, built for the page
+    heads = judges["headers"]
+    rows = {row[0][0]: dict(zip(heads, row)) for row in judges["rows"]}
+    assert set(rows) == set(data["graders"])
+    for judge in data["judges"]:
+        row = rows[judge["judge"]]
+        assert float(row["DS accuracy"][1]) == judge["ds_accuracy"]
+        assert Fraction(row["min acc. at T"][1]) == Fraction(judge["min_accuracy"])
+        assert Fraction(row["max worst at T"][1]) == Fraction(judge["max_accuracy"])
+        assert row["binds T"][0] == ("yes" if judge["binds"] else "no")
+        assert row["flag"][0] == (judge["flag"] or "")
+    assert "judges-figure" in page.texts
     bounds = page.tables["bounds"]
     assert len(bounds["rows"]) == len(data["bounds"]["rows"])
     k = bounds["headers"].index("max_accuracy")
