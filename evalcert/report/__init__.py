@@ -13,6 +13,14 @@ picks the page function for a result; each job has one small ``page_from_...`` f
 :class:`~evalcert.report.page.Page` (title, verdict, sections of tables, figures and text,
 provenance) for :func:`~evalcert.report.rendering.render`.
 
+A page for another result (``compare``/``rank``, ``irt cat``): write ``page_from_<job>(result,
+*, source=None, command=None) -> Page`` in ``evalcert/report/<job>.py`` from the blocks of
+:mod:`evalcert.report.page` (verdict first: e.g. the forest plot and the pairwise matrix), add
+the result class name to :data:`PAGES`, mix :class:`~evalcert.results.PageMixin` into the
+result, and in the verb add :func:`~evalcert.commands._args.add_html_option`, ``"--html"`` to
+its ``check_outputs`` call and ``write_page(result, args.html, command=args.command_line)``
+at the end; ``tests/report/conftest.py`` then gets one run of the verb.
+
 Examples
 --------
 >>> import numpy as np
