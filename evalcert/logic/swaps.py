@@ -74,9 +74,11 @@ def merge_swapped(decisions: Decisions) -> SwapMerge:
     --------
     >>> import pandas as pd
     >>> from evalcert.logic.summaries import decisions_from_frame
-    >>> log = pd.DataFrame({"item": ["1|x|y", "1|y|x"], "grader": "gpt4", "label": ["a", "b"]})
-    >>> merge_swapped(decisions_from_frame(log, labels="a,b")).swap_consistency  # same pick
-    {'gpt4': 1.0}
+    >>> log = pd.DataFrame({"item": ["7|x|y", "7|y|x"], "grader": "judge",
+    ...                     "label": ["a", "b"]})  # x wins in both orders
+    >>> merged = merge_swapped(decisions_from_frame(log, labels="a,b,tie"))
+    >>> merged.decisions.codes, merged.swap_consistency
+    (((0, 0),), {'judge': 1.0})
     """
     parts = [item.split("|") for item in decisions.items]
     if not all(len(p) in (3, 4) for p in parts):
