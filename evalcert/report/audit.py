@@ -129,6 +129,15 @@ def page_from_audit(report: Any, *, source: str | None = None, command: str | No
         head = f"Alarm silent at x = {x}: T = {T}, so x < T"
         meaning = panel_statement(result) + (" Silence is not a certificate of quality: "
                                              "it says the decisions cannot rule it out.")
+    upper = getattr(result, "T_upper", None)
+    if upper is not None:               # stopped at the time limit: proven bounds on T
+        head = f"Time limit reached: T in [{T}, {upper}] at x = {x}"
+        meaning = (f"The search stopped at its time limit with proven bounds {T} <= T <= "
+                   f"{upper} ({which}). At x = {x} the alarm "
+                   + ("fires for certain (x >= the upper bound)." if result.fires else
+                      "is silent for certain (x < the lower bound)." if x < T else
+                      "is undecided (x lies between the bounds).")
+                   + " Raise --time-limit for the exact T.")
     facts = Facts((("x (level asked)", x), ("T (exact threshold)", T),
                    ("fires", bool(result.fires)), ("method", which),
                    ("computed by", result.method), ("answer keys", result.n_keys),
@@ -136,7 +145,8 @@ def page_from_audit(report: Any, *, source: str | None = None, command: str | No
                     if result.n_attaining is not None else "witness only"),
                    ("integer programs", result.n_solves)), id="verdict-facts")
     table, weakest = grader_table(report, result)
-    verdict = Verdict(head, "alarm" if result.fires else "ok", meaning, facts,
+    verdict = Verdict(head, "alarm" if result.fires else ("warn" if upper is not None else "ok"),
+                      meaning, facts,
                       (table, Text(weakest, "list")))
     sections: list[Section] = []
     figure = _curve_figure(result)

@@ -219,3 +219,19 @@ def test_results_with_pages_pickle_with_their_page(pages):
     result = ClippedLinear().fit(demo_scores(n_agents=5, n_items=8)).result_
     again = pickle.loads(pickle.dumps(result))
     assert Page(again.to_html()).facts == Page(result.to_html()).facts
+
+
+def test_audit_page_under_a_time_limit_shows_the_proven_bounds():
+    """A search stopped at its time limit has proven bounds T <= T* <= T_upper: the page
+    says so, and whether x is decided, instead of an exact T."""
+    import dataclasses
+
+    from evalcert import alarm
+    from evalcert.report.audit import page_from_audit
+
+    exact = alarm({"a": {"x": 3, "y": 1}, "b": {"x": 2, "y": 2}}, "0.7")   # T = 2/3
+    stopped = dataclasses.replace(exact, fires=False, T_upper=Fraction(4, 5))
+    page = page_from_audit(stopped)
+    assert page.verdict.status == "warn"
+    assert page.verdict.headline == "Time limit reached: T in [2/3, 4/5] at x = 7/10"
+    assert "undecided" in page.verdict.meaning
