@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
+from evalcert.commands._args import add_output_flags, float_range
 
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
 SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos", "qpsolvers-piqp",
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="backend (default native; osqp..ecos go through CVXPY, qpsolvers-* "
                         "through qpsolvers)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 

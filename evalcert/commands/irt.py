@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from pathlib import Path
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_float,
+from evalcert.commands._args import (PLOT_SUFFIXES, add_output_flags, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
                                      positive_float, positive_int, probability)
 from evalcert.errors import InputError
@@ -161,6 +162,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
     out_dir = getattr(args, "out_dir", None)
     if out_dir:
         folder = Path(out_dir)
+        if folder.is_symlink():
+            if not args.follow_symlinks:
+                raise InputError(f"--out-dir {folder} is a symbolic link; evalcert does not "
+                                 "write through links: give the folder itself, or pass "
+                                 "--follow-symlinks")
+            folder = Path(os.path.realpath(folder))
         if folder.exists() and not folder.is_dir():
             raise InputError(f"--out-dir {folder} is a file; give a folder")
         if not folder.parent.is_dir():
@@ -173,8 +180,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
         for name in names:
             paths[f"--out-dir ({name})"] = str(folder / name)
             suffixes[f"--out-dir ({name})"] = (Path(name).suffix,)
-    check_outputs({k: v for k, v in paths.items() if v}, inputs=inputs, force=args.force,
-                  suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    members = {k for k in paths if k.startswith("--out-dir")}
+    check_outputs({k: v for k, v in paths.items() if v and k not in members}, inputs=inputs,
+                  force=args.force, suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    if members:
+        check_outputs({k: paths[k] for k in members}, inputs=inputs, force=args.force,
+                      suffixes={k: suffixes[k] for k in members}, within=folder)
     return paths
 
 
@@ -185,8 +196,10 @@ def _write_tables(args: argparse.Namespace, est, table) -> None:
     what = "ability, standard error" if est.standard_errors else "ability"
     print(f"\nranking of models ({what}):\n" + ranking_text(models))
     if args.out_dir:
-        models.to_csv(Path(args.out_dir) / "models.csv", index=False)
-        items.to_csv(Path(args.out_dir) / "items.csv", index=False)
+        from evalcert.outputs import writing
+        for frame, name in ((models, "models.csv"), (items, "items.csv")):
+            with writing(Path(args.out_dir) / name) as tmp:
+                frame.to_csv(tmp, index=False)
         print(f"\nwrote {Path(args.out_dir) / 'models.csv'} and {Path(args.out_dir) / 'items.csv'}")
 
 
@@ -373,7 +386,7 @@ def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
                        help="write models.csv and items.csv (estimates with SEs) there")
     if plot:
         p.add_argument("--plot", default=None, metavar="FIG.png", help=plot)
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(p)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

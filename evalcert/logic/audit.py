@@ -168,7 +168,9 @@ class AuditReport(ResultMixin):
         return out
 
     def write_json(self, path: str | Path, full_curve: bool = False) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(full_curve), indent=2))
+        from evalcert.outputs import writing
+        with writing(path) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(full_curve), indent=2))
 
 
 def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
@@ -291,7 +293,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         extras["bounds"] = lab = grader_label_bounds(data, result, max_keys, solver=solver,
                                                      verbose=verbose)
         if csv is not None:
-            with open(csv, "w", newline="") as fh:
+            from evalcert.outputs import writing
+            with writing(csv) as tmp, open(tmp, "w", newline="") as fh:
                 writer = _csv.DictWriter(fh, fieldnames=list(CSV_COLUMNS))
                 writer.writeheader()
                 writer.writerows(lab.rows())
