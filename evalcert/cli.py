@@ -22,6 +22,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import re
 import sys
 from typing import Sequence
 
@@ -74,6 +75,19 @@ def _silence_stdout() -> None:
         pass
 
 
+def _one_line(message: str) -> str:
+    """The message on one line, every word longer than 200 characters (a cell of a
+    file quoted in it, a megabyte long) clipped to its first 80 and its length.
+
+    >>> _one_line("bad value 'x" + "y" * 300 + "'\nsee help")[:40]
+    "bad value 'xyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+    >>> len(_one_line("z" * 10**6)) < 120
+    True
+    """
+    return re.sub(r"\S{200,}", lambda m: f"{m.group()[:80]}... ({len(m.group()):,} characters)",
+                  message.replace("\n", " "))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit status.
 
@@ -110,8 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return status
     except EvalcertError as exc:
-        print(f"evalcert: error: {type(exc).__name__}: {exc}".replace("\n", " "),
-              file=sys.stderr)
+        print(_one_line(f"evalcert: error: {type(exc).__name__}: {exc}"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

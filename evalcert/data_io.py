@@ -309,6 +309,8 @@ def _scan_parquet(path: Path, names: dict[str, str], bounds: tuple[float, float]
         # pages: no Python string, nor Arrow string, per row
         data = ds.dataset(path, format=ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
             dictionary_columns=[names["agent"], names["item"]])))
+        for part in data.files:                # not a FIFO or device: it could block forever
+            check_file(Path(part))
         found = data.schema.names
         missing = [c for c in names.values() if c not in found]
         if missing:

@@ -24,6 +24,7 @@ import csv
 import io
 import json
 import os
+import stat
 from collections import Counter
 from pathlib import Path
 from typing import Iterable
@@ -73,8 +74,25 @@ def looks_numeric(text: str) -> bool:
     return True
 
 
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(path: Path, mode: int) -> InputError:
+    if stat.S_ISDIR(mode):
+        return InputError(f"{path} is a directory; give the path of a data file")
+    kind = next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+    return InputError(f"{path} is {kind}, not a regular file; evalcert reads regular files "
+                      "only (reading it could block forever): save the data to a file first")
+
+
 def check_file(path: Path) -> bytes:
-    """Refuse a missing, directory, unreadable or empty path; return its first 8 bytes.
+    """Refuse a missing, directory, special (FIFO, device, socket), unreadable or empty
+    path; return its first 8 bytes.
+
+    The path is checked before it is opened, and opened without blocking (a named
+    pipe with no writer would block ``open`` forever) then checked again on the
+    open file, so nothing swapped in between is read.
 
     Examples
     --------
@@ -83,15 +101,27 @@ def check_file(path: Path) -> bytes:
     ...
     evalcert.errors.InputError: no/such/file.csv: no such file; check the path
     """
-    if not path.exists():
-        raise InputError(f"{path}: no such file; check the path")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory; give the path of a data file")
+    path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; check the path") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror}); check the path") from None
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        try:
+            head = fh.read(8)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
     if not head:
         raise InputError(f"{path} is empty; give a file with a header row and data")
     return head
@@ -110,7 +140,17 @@ def _decode(path: Path, raw: bytes) -> str:
 
 
 def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFrame:
-    rows = list(csv.reader(io.StringIO(text), delimiter=sep))
+    # csv's default cell limit (131,072 characters) raised _csv.Error on long cells (a
+    # prompt, a transcript); no cell can be longer than the text. The limit is global
+    # state, so it is restored afterwards.
+    limit = csv.field_size_limit(min(max(len(text) + 1, 131_072), 2**31 - 1))
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=sep))
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a valid {'TSV' if sep == chr(9) else 'CSV'} file "
+                         f"({exc}); check the quoting") from None
+    finally:
+        csv.field_size_limit(limit)
     while rows and not any(cell.strip() for cell in rows[-1]):
         rows.pop()
     if not rows:

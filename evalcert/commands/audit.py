@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
-        verbose=args.verbose)
+        verbose=args.verbose, progress=True)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
     print(report.summary(panel=args.panel, bounds=args.bounds))

@@ -146,6 +146,8 @@ def _estimator(args: argparse.Namespace, n_items: int | None = None):
 def _load_embeddings(path: str):
     import numpy as np
 
+    from evalcert.tables import check_file
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:

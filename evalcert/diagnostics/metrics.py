@@ -108,6 +108,8 @@ def read_agent_labels(path: str | Path, agents: Sequence[str],
     >>> read_agent_labels(path, ["agent_0", "agent_1", "agent_2"])
     {'agent_0': True, 'agent_1': False}
     """
+    from evalcert.tables import check_file
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     frame = pd.read_csv(path)
     missing = {"agent", "good_faith"} - set(frame.columns)
     if missing:

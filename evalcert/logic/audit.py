@@ -20,6 +20,7 @@ from evalcert.logic.alarms import AlarmResult, alarm, minmax_curve
 from evalcert.logic.bounds import METHOD_NAMES, LabelBounds, check_bounds_size, label_bounds
 from evalcert.logic.readers import load_audit_input
 from evalcert.logic.summaries import Decisions, LabelCounts
+from evalcert.progress import heartbeat
 from evalcert.results import ResultMixin, to_jsonable
 
 __all__ = ["AuditReport", "run_audit", "panel_statement", "grader_label_bounds"]
@@ -185,8 +186,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
               upper: Sequence[int] | str | None = None, sequence: int = 1,
               label_thresholds: str | dict[str, Any] | None = None, grade: Any = None,
               squares: str | Path | None = None, squares_key: Sequence[int] | str | None = None,
-              with_bounds: bool = False, max_keys: int = 10, verbose: bool = False
-              ) -> AuditReport:
+              with_bounds: bool = False, max_keys: int = 10, verbose: bool = False,
+              progress: bool = False) -> AuditReport:
     """Read ``path`` and run the alarm of order ``m`` (``1``, ``2`` or ``"full"``).
 
     Output paths are the caller's to check (the CLI does it before calling); ``plot`` and
@@ -199,6 +200,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     first attaining key). ``csv`` (or ``with_bounds=True``, without a file) computes the
     per-(grader, label) accuracy ranges of :func:`grader_label_bounds` under the chosen M at
     the first ``max_keys`` attaining keys; the CSV has the columns ``CSV_COLUMNS``.
+    ``progress=True`` says on stderr what a step is doing once it passes 3 s (reading,
+    the alarm, each estimate; :func:`evalcert.progress.heartbeat`).
 
     Examples
     --------
@@ -218,8 +221,9 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         raise InputError(f"--seed {seed}: give a whole number >= 0")
     kwargs: dict[str, Any] = {"format": fmt, "item_col": item_col, "grader_col": grader_col,
                               "label_col": label_col, "label_map": label_map}
-    data = load_audit_input(path, labels=labels, on_missing=on_missing, graders=graders,
-                            **kwargs)
+    with heartbeat(f"reading {path}", enabled=progress):
+        data = load_audit_input(path, labels=labels, on_missing=on_missing, graders=graders,
+                                **kwargs)
     if isinstance(data, Decisions):
         read = to_jsonable(data.report) if data.report is not None else {}
         notes = tuple(data.report.notes()) if data.report is not None else ()
@@ -263,17 +267,18 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
             raise InputError(f"--key {squares_key}: give {len(data.labels)} counts >= 0 "
                              f"summing to Q = {n_items}, one per label {list(data.labels)}")
     curve = None
-    if m == "1":
-        result = alarm(data, threshold, curves=plot is not None, **bounds)
-        curve = result.curve
-    elif m == "2":
-        from evalcert.logic.pairs import alarm_m2
+    with heartbeat(f"the M={m} alarm (--verbose shows its ILP solves)", enabled=progress):
+        if m == "1":
+            result = alarm(data, threshold, curves=plot is not None, **bounds)
+            curve = result.curve
+        elif m == "2":
+            from evalcert.logic.pairs import alarm_m2
 
-        result = alarm_m2(data, threshold, solver=solver, verbose=verbose, **bounds)
-    else:
-        from evalcert.logic.joint import alarm_full
+            result = alarm_m2(data, threshold, solver=solver, verbose=verbose, **bounds)
+        else:
+            from evalcert.logic.joint import alarm_full
 
-        result = alarm_full(data, threshold, solver=solver, verbose=verbose, **bounds)
+            result = alarm_full(data, threshold, solver=solver, verbose=verbose, **bounds)
     curve_summary = None
     extras: dict[str, Any] = {}
     if plot is not None:
@@ -306,9 +311,17 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     if estimators or with_agreement or n_boot:
         from evalcert.logic import estimates as est
 
-        extras["estimates"] = tuple(est.estimate(data, result.T, e) for e in estimators)
-        extras["agreement"] = est.agreement(data) if with_agreement else None
-        extras["bootstrap"] = est.bootstrap_t(data, n_boot, seed) if n_boot else None
+        size = (f"{int((data.array >= 0).sum()):,} decisions ({len(data.items):,} items, "
+                f"{len(data.graders)} graders)")
+        estimates = []
+        for e in estimators:
+            with heartbeat(f"{est.ESTIMATOR_NAMES.get(e, e)} on {size}", enabled=progress):
+                estimates.append(est.estimate(data, result.T, e))
+        extras["estimates"] = tuple(estimates)
+        with heartbeat(f"agreement statistics on {size}", enabled=progress):
+            extras["agreement"] = est.agreement(data) if with_agreement else None
+        with heartbeat(f"item bootstrap ({n_boot} resamples) on {size}", enabled=progress):
+            extras["bootstrap"] = est.bootstrap_t(data, n_boot, seed) if n_boot else None
     if squares is not None:
         from evalcert.plots.alarms import plot_correctness_squares
 

@@ -28,6 +28,8 @@ from evalcert.results import ResultMixin, format_table
 __all__ = ["Estimate", "Agreement", "estimate", "agreement", "bootstrap_t"]
 
 ESTIMATORS = ("ds", "mv")
+#: what each estimator runs, for progress messages
+ESTIMATOR_NAMES = {"ds": "Dawid-Skene EM (crowd-kit)", "mv": "majority vote (crowd-kit)"}
 
 
 def _import(module: str, package: str) -> Any:
@@ -121,8 +123,9 @@ def estimate(decisions: Decisions, T: Fraction, method: str = "ds", *, n_iter: i
         else:
             model, name = None, "majority vote (crowd-kit)"
             labels = agg.MajorityVote().fit_predict(frame)
-    index = {lab: t for t, lab in enumerate(decisions.labels)}
-    truth = np.array([index[labels[item]] for item in decisions.items], dtype=np.int64)
+    # one vectorised lookup (a Python loop over labels[item] took 30 s at 333,334 items)
+    truth = pd.Index(decisions.labels).get_indexer(
+        labels.reindex(pd.Index(decisions.items, dtype=object)).to_numpy(dtype=object))
     arr, r = decisions.array, len(decisions.labels)
     correct, decided, ratios = {}, {}, []
     for i, g in enumerate(decisions.graders):

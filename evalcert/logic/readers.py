@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 from evalcert.errors import InputError
 from evalcert.logic.summaries import (Decisions, LabelCounts, decisions_from_frame,
                                       label_counts)
-from evalcert.tables import read_table, table_format
+from evalcert.tables import check_file, read_table, table_format
 
 __all__ = ["FORMATS", "PAIRWISE_COLUMNS", "WINNERS", "parse_label_map", "read_decisions",
            "read_label_counts", "load_audit_input"]
@@ -71,6 +71,7 @@ def _strict_json(path: Path) -> Any:
                              "grader and label once (a JSON reader would keep only the last)")
         return dict(pairs)
 
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=no_duplicates)
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
