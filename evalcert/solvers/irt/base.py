@@ -664,10 +664,12 @@ class IRTEstimator:
                           free=(free,), lam=self._stage2_lam())
         out.update(identification=f"{self.result_.identification} (frozen "
                                   f"{'items' if free == 'rows' else 'models'})")
+        # frozen lines the fit excluded (all-0/all-1 items under jml, cml, mml) keep their
+        # NaN parameters and ML limits; only the new lines must come out finite
         if free == "rows":
-            out.update(C=self.col_params_, se_C=self._se_C)
+            out.update(C=self.col_params_, se_C=self._se_C, keep_cols=usable)
         else:
-            out.update(R=self.row_params_, se_R=self._se_R)
+            out.update(R=self.row_params_, se_R=self._se_R, keep_rows=usable)
         new = copy.copy(self)
         new._finish(data, out, time.perf_counter() - start,
                     frozen="cols" if free == "rows" else "rows")
