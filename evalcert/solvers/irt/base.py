@@ -25,7 +25,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from evalcert.errors import ConvergenceError, InputError
+from evalcert.errors import ConvergenceError, InputError, require_positive
 from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.irt.data import ResponseData, extreme_lines, validate_responses
 
@@ -427,8 +427,15 @@ class IRTEstimator:
         if self.method not in self.methods:
             raise InputError(f"{type(self).__name__} supports method in {self.methods}, "
                              f"got {self.method!r}")
-        if not self.lam >= 0:
-            raise InputError(f"lam must be >= 0, got {self.lam!r}")
+        require_positive("lam", self.lam, allow_zero=True)
+        require_positive("tol", self.tol)
+        require_positive("max_iter", self.max_iter, integer=True)
+        odd = [name for name, value in vars(self).items()   # every other numeric setting
+               if not name.endswith("_") and not name.startswith("_")
+               and isinstance(value, (float, np.floating)) and not np.isfinite(value)]
+        if odd:
+            raise InputError(f"{type(self).__name__}: {odd[0]} = {getattr(self, odd[0])!r} "
+                             "is not a finite number; give a finite value")
         if not isinstance(self.standard_errors, (bool, np.bool_)):
             raise InputError(f"standard_errors must be True or False, got "
                              f"{self.standard_errors!r}")
