@@ -35,7 +35,7 @@ import pandas as pd
 from evalcert.data import _MAX_LISTED, ScoreMatrix, _list_cells, _list_names
 from evalcert.data_cells import _sort_cells
 from evalcert.errors import InputError
-from evalcert.tables import looks_numeric
+from evalcert.tables import decode_name, looks_numeric
 
 __all__ = ["read_scores", "MISSING_TOKENS"]
 
@@ -89,6 +89,8 @@ def _parse_scores(column, name_of) -> np.ndarray:
 def _name_text(value) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return ""
+    if isinstance(value, (bytes, bytearray)):              # a binary Parquet column
+        return decode_name(value)
     return str(value).lower() if isinstance(value, (bool, np.bool_)) else str(value)
 
 
@@ -311,6 +313,13 @@ def _scan_parquet(path: Path, names: dict[str, str], bounds: tuple[float, float]
             dictionary_columns=[names["agent"], names["item"]])))
         for part in data.files:                # not a FIFO or device: it could block forever
             check_file(Path(part))
+        for fragment in data.get_fragments():  # a part without a column would read as nulls
+            lacks = [c for c in names.values() if c not in fragment.physical_schema.names]
+            if lacks:
+                raise InputError(f"{fragment.path}: lacks column(s) {lacks} that the other "
+                                 f"parts of {path} have (found "
+                                 f"{fragment.physical_schema.names[:8]}); its rows would read "
+                                 "as missing: fix or remove that file")
         found = data.schema.names
         missing = [c for c in names.values() if c not in found]
         if missing:

@@ -25,6 +25,7 @@ import io
 import json
 import os
 import stat
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Iterable
@@ -34,7 +35,8 @@ import pandas as pd
 
 from evalcert.errors import InputError
 
-__all__ = ["read_table", "table_format", "looks_numeric", "check_file", "TABLE_SUFFIXES"]
+__all__ = ["read_table", "table_format", "looks_numeric", "check_file", "load_json", "decode_name",
+           "TABLE_SUFFIXES"]
 
 #: file endings read by :func:`read_table`, by format
 TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet",
@@ -127,6 +129,26 @@ def check_file(path: Path) -> bytes:
     return head
 
 
+def decode_name(value: bytes, path: str | os.PathLike | None = None) -> str:
+    """A binary cell (Parquet ``binary``) as the UTF-8 text it holds, never ``"b'a'"``.
+
+    Examples
+    --------
+    >>> decode_name(b"gpt-4")
+    'gpt-4'
+    >>> decode_name(b"\xff\xfe")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: a binary cell (b'\xff\xfe') is not UTF-8 text; ...
+    """
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        where = f"{path}: " if path is not None else ""
+        raise InputError(f"{where}a binary cell ({bytes(value[:20])!r}) is not UTF-8 text; "
+                         "store names and labels as text (strings)") from None
+
+
 def _decode(path: Path, raw: bytes) -> str:
     try:
         text = raw.decode("utf-8-sig")
@@ -177,6 +199,45 @@ def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFra
     return pd.DataFrame(cells, columns=header, copy=False)
 
 
+def load_json(path: str | os.PathLike, text: str, *, lines: bool = False,
+              object_pairs_hook=None) -> object:
+    """Parse JSON (``lines``: JSON Lines, a list of the lines' values) as data, with one
+    clear error for every way it can fail.
+
+    Python's reader raises a ``RecursionError`` on values nested a few thousand deep
+    and a ``ValueError`` on integers of more than 4,300 digits; both are refused here
+    with the file's name, as is invalid JSON.
+
+    Examples
+    --------
+    >>> load_json("x.json", '{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> load_json("deep.json", "[" * 100_000 + "]" * 100_000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: deep.json: values nested deeper than ... levels); ...
+    """
+    def number(digits: str) -> int:
+        if len(digits.lstrip("-")) > 4300:
+            raise InputError(f"{path}: an integer of {len(digits.lstrip('-')):,} digits "
+                             f"({digits[:20]}...); no score, count or name is that long: "
+                             "check the file")
+        return int(digits)
+
+    try:
+        if lines:
+            return [json.loads(line, object_pairs_hook=object_pairs_hook, parse_int=number)
+                    for line in text.splitlines() if line.strip()]
+        return json.loads(text, object_pairs_hook=object_pairs_hook, parse_int=number)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON{' Lines' if lines else ''} "
+                         f"(line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path}: values nested deeper than Python's JSON reader allows "
+                         f"(~{sys.getrecursionlimit()} levels); a table or label counts are "
+                         "never nested that deep: check the file") from None
+
+
 def _records(path: Path, records: list) -> pd.DataFrame:
     if not records:
         raise InputError(f"{path} holds no records")
@@ -206,15 +267,7 @@ def _read_json(path: Path, text: str, lines: bool) -> pd.DataFrame:
             raise InputError(f"{path}: duplicate keys {dup[:5]} in one object; each key once")
         return dict(pairs)
 
-    try:
-        if lines:
-            records = [json.loads(line, object_pairs_hook=strict)
-                       for line in text.splitlines() if line.strip()]
-        else:
-            records = json.loads(text, object_pairs_hook=strict)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON{' Lines' if lines else ''} "
-                         f"(line {exc.lineno}: {exc.msg})") from None
+    records = load_json(path, text, lines=lines, object_pairs_hook=strict)
     if not isinstance(records, list):
         raise InputError(f"{path}: expected a list of records; use the reader made for this "
                          "JSON layout")
@@ -281,7 +334,8 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
         if dup:
             raise InputError(f"{path}: duplicate column names {dup[:5]}")
         frame = frame.astype(object).where(frame.notna(), "")
-        frame = frame.map(lambda v: str(v).lower() if isinstance(v, bool) else str(v))
+        frame = frame.map(lambda v: str(v).lower() if isinstance(v, bool) else
+                          decode_name(v, path) if isinstance(v, (bytes, bytearray)) else str(v))
     else:
         if kind is not None:
             raise InputError(f"{path}: this is {kind}-compressed or binary data, not {fmt} "

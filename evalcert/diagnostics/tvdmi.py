@@ -280,10 +280,10 @@ def read_tvdmi_examples(folder: str | Path) -> TVDMIExamples:
     agents: tuple[str, ...] | None = None
     items, mats = [], []
     n_calls = n_failed = 0
-    from evalcert.tables import check_file
+    from evalcert.tables import check_file, load_json
     for path in files:
         check_file(path)                       # not a FIFO or device: it could block forever
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path, path.read_text(encoding="utf-8"))
         keys = tuple(data["condition_keys"])
         if agents is None:
             agents = keys

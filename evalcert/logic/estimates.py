@@ -182,9 +182,17 @@ def agreement(decisions: Decisions) -> Agreement:
     >>> {pair: round(k, 4) for pair, k in stats.cohen_kappa.items()}
     {'authors~gpt4': 0.3125}
     """
+    arr, r = decisions.array, len(decisions.labels)
+    if len(decisions.graders) < 2:
+        raise InputError(f"agreement needs two graders or more; the file has "
+                         f"{len(decisions.graders)} ({', '.join(decisions.graders)}): drop "
+                         "--agreement or add graders")
+    shared = ((arr >= 0).sum(1) >= 2).any()
+    if not shared:
+        raise InputError("agreement needs an item decided by two graders or more; no two "
+                         "graders decided the same item: drop --agreement")
     ir = _import("statsmodels.stats.inter_rater", "statsmodels")
     kr = _import("krippendorff", "krippendorff")
-    arr, r = decisions.array, len(decisions.labels)
     fleiss = None
     if decisions.complete:
         table, _ = ir.aggregate_raters(arr, n_cat=r)
