@@ -73,7 +73,8 @@ def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = 
                            kind=kind or KINDS.get(args.model, "binary"),
                            header=not args.no_header, transpose=args.transpose,
                            model_col=args.model_col, item_col=args.item_col,
-                           response_col=args.response_col)
+                           response_col=args.response_col,
+                           names=False if args.no_names else None)
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
 
@@ -342,6 +343,12 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-header", action="store_true",
                    help="wide CSV with neither a header row nor a name column (models and "
                         "items are numbered)")
+    p.add_argument("--no-names", action="store_true",
+                   help="wide file with a header row of item names but no model-name column "
+                        "(LSAT6/LSAT7 as usually distributed): every column is an item, "
+                        "models are named row1..rowN. Without it this layout is detected "
+                        "when the first column holds repeated 0/1 responses, and stderr "
+                        "says so")
 
 
 def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
