@@ -2,7 +2,8 @@
 
 Each module in :mod:`evalcert.commands` defines ``register(subparsers)`` that
 adds one or more verbs; every verb calls one library function and prints its
-result's ``summary()``. Every file a verb writes goes through
+result's ``summary()``. Running out of memory (past evalcert's own estimates) is
+one line with status 2 too. Every file a verb writes goes through
 :func:`evalcert.outputs.writing` under the verb's ``--force`` and
 ``--follow-symlinks`` (without them: no file replaced, no link written
 through, even if one appears while the verb runs). Typed evalcert errors and bad options are printed as one
@@ -125,6 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return status
     except EvalcertError as exc:
         print(_one_line(f"evalcert: error: {type(exc).__name__}: {exc}"), file=sys.stderr)
+        return 2
+    except MemoryError as exc:
+        # a backstop: evalcert sizes its large allocations first (evalcert.memory), but a
+        # library it calls can still ask for more than the machine or ``ulimit -v`` allows
+        detail = f" ({str(exc).splitlines()[0][:160]})" if str(exc) else ""
+        print(_one_line(f"evalcert: error: MemoryError: out of memory{detail}; free memory, "
+                        "raise the limit (ulimit -v) or give a smaller input"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -275,6 +275,12 @@ def responses_from_long(frame: pd.DataFrame, *, model_col: str = "model", item_c
     row_names, col_names = row_names[np.argsort(r)], col_names[np.argsort(c)]
     row_at = {n: k for k, n in enumerate(row_names)}
     col_at = {n: k for k, n in enumerate(col_names)}
+    from evalcert.memory import estimate_bytes, require_memory
+    require_memory(estimate_bytes((row_names.size, col_names.size)),
+                   f"{where}: a dense {row_names.size} x {col_names.size} response table "
+                   f"from {len(frame)} rows",
+                   "the IRT estimators work on dense models x items arrays: fit a subset of "
+                   "models or items")
     wide = np.full((row_names.size, col_names.size), np.nan)
     wide[[row_at[m] for m in models], [col_at[i] for i in items]] = values
     table = pd.DataFrame(wide, index=pd.Index(row_names.tolist(), dtype=object),
