@@ -4,7 +4,7 @@ Each module in :mod:`evalcert.commands` defines ``register(subparsers)`` that
 adds one or more verbs; every verb calls one library function and prints its
 result's ``summary()``. Running out of memory (past evalcert's own estimates) is
 one line with status 2 too. Every file a verb writes goes through
-:func:`evalcert.outputs.writing` under the verb's ``--force`` and
+:func:`evalcert.io.outputs.writing` under the verb's ``--force`` and
 ``--follow-symlinks`` (without them: no file replaced, no link written
 through, even if one appears while the verb runs). Typed evalcert errors and bad options are printed as one
 line and exit with status 2; Ctrl-C exits 130 and a closed pipe (``evalcert demo |
@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help, --version or a bad option
             sys.stdout.flush()
             return exc.code if isinstance(exc.code, int) else 2
-        from evalcert.outputs import output_policy
+        from evalcert.io.outputs import output_policy
         with output_policy(force=getattr(args, "force", False),
                            follow_symlinks=getattr(args, "follow_symlinks", False)):
             status = int(args.func(args) or 0)

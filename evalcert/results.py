@@ -82,7 +82,7 @@ class ResultMixin:
         """Serialise :meth:`to_dict` to JSON; also write it to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=indent)
         if path is not None:
-            from evalcert.outputs import writing
+            from evalcert.io.outputs import writing
             with writing(path) as tmp:
                 tmp.write_text(text + "\n", encoding="utf-8")
         return text

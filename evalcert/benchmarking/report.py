@@ -32,7 +32,7 @@ from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import Tolerance
 
 if TYPE_CHECKING:
-    from evalcert.benchmarking.runner import BenchmarkResult
+    from evalcert.benchmarking.results import BenchmarkResult
 
 __all__ = ["LIBRARIES", "machine_info", "markdown_table", "report_files", "check_report_paths",
            "write_report"]
@@ -223,7 +223,7 @@ def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False,
     """Refuse, before any run, an ``out`` that is a file or whose report files
     exist (unless ``force``), or whose parent folder is missing, or that is a
     symbolic link (unless ``follow_symlinks``), or whose report files are links
-    leading outside it; see :func:`evalcert.outputs.check_outputs`. Returns the
+    leading outside it; see :func:`evalcert.io.outputs.check_outputs`. Returns the
     folder to write (``out``, or its target when a link is followed).
 
     Examples
@@ -239,7 +239,7 @@ def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False,
     evalcert.errors.InputError: --out ... exists; pass --force to overwrite it ...
     """
     from evalcert.errors import InputError
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     if out.is_symlink():
         if not follow_symlinks:
@@ -284,7 +284,7 @@ def write_report(result: "BenchmarkResult", out: Path,
     >>> written
     ['profile_qp_default.png', 'report.md', 'runs.csv']
     """
-    from evalcert.outputs import writing
+    from evalcert.io.outputs import writing
     from evalcert.plots.profiles import plot_performance_profile, plot_scaling
 
     out.mkdir(parents=True, exist_ok=True)

@@ -37,6 +37,8 @@ def add_output_flags(parser: argparse.ArgumentParser, force_help: str = OUTPUT_F
     """Add ``--force`` and ``--follow-symlinks`` (every verb that writes files has both;
     :func:`evalcert.cli.main` applies them to every file the verb writes).
 
+    Examples
+    --------
     >>> p = argparse.ArgumentParser()
     >>> add_output_flags(p)
     >>> vars(p.parse_args(["--follow-symlinks"]))

@@ -18,7 +18,7 @@ from evalcert.errors import InputError
 from evalcert.logic.alarms import AlarmResult, MinMaxCurve
 from evalcert.logic.evaluations import correctness_squares
 from evalcert.logic.summaries import LabelCounts
-from evalcert.outputs import writing
+from evalcert.io.outputs import writing
 
 __all__ = ["plot_minmax_curve", "plot_label_curves", "plot_correctness_squares"]
 

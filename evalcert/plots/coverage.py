@@ -17,7 +17,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from evalcert.diagnostics.experiments import CoverageSweepResult  # noqa: E402
-from evalcert.outputs import writing  # noqa: E402
+from evalcert.io.outputs import writing  # noqa: E402
 
 __all__ = ["plot_coverage_sweep", "min_max_bars"]
 

@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from evalcert.diagnostics.curl import CurlResult  # noqa: E402
-from evalcert.outputs import writing  # noqa: E402
+from evalcert.io.outputs import writing  # noqa: E402
 
 __all__ = ["plot_curl_ecdf"]
 

@@ -13,7 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from evalcert.benchmarking.metrics import PerformanceProfile
-from evalcert.outputs import writing
+from evalcert.io.outputs import writing
 
 __all__ = ["plot_performance_profile", "plot_scaling"]
 

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from evalcert.errors import InputError
-from evalcert.logic.readers import load_audit_input, read_decisions
-from evalcert.data_io import read_scores
-from evalcert.solvers.irt.responses import read_responses
-from evalcert.tables import check_file, read_table
+from evalcert.io.decisions import load_audit_input, read_decisions
+from evalcert.io.scores import read_scores
+from evalcert.io.responses import read_responses
+from evalcert.io.tables import check_file, read_table
 
 SCORES = "agent,q1,q2\na,0.5,0.2\nb,0.1,-0.3\n"
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from evalcert.errors import InputError
-from evalcert.outputs import check_output, output_policy, writing
+from evalcert.io.outputs import check_output, output_policy, writing
 from tests._cli import run_cli
 
 SCORES = "agent,q1,q2,q3\na,0.5,0.2,-0.1\nb,0.3,0.0,-0.3\nc,0.1,-0.2,-0.5\n"
