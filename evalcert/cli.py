@@ -80,8 +80,11 @@ def _one_line(message: str) -> str:
     """The message on one line, every word longer than 200 characters (a cell of a
     file quoted in it, a megabyte long) clipped to its first 80 and its length.
 
-    >>> _one_line("bad value 'x" + "y" * 300 + "'\nsee help")[:40]
-    "bad value 'xyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+    Examples
+    --------
+    >>> out = _one_line("bad value " + "y" * 300 + " and more")
+    >>> out[:12], out[-32:], len(out)
+    ('bad value yy', 'yyy... (300 characters) and more', 119)
     >>> len(_one_line("z" * 10**6)) < 120
     True
     """
