@@ -143,11 +143,11 @@ def test_every_tolerance_is_validated(bad):
     cases = [lambda: Rasch(method="map", tol=bad).fit(Y),
              lambda: TwoPL(method="map", tol=bad).fit(Y),
              lambda: Rasch(method="map", max_iter=bad).fit(Y),
-             lambda: Tolerance(abs_tol=bad, rel_tol=bad),
              lambda: NuclearNormCompletion(tol=bad).fit(None)]
     if bad != 0.0:                                   # lam = 0: no prior, allowed
         cases.append(lambda: Rasch(method="map", lam=bad).fit(Y))
-        cases.append(lambda: Tolerance(abs_tol=bad))
+        cases.append(lambda: Tolerance(abs_tol=bad))      # 0 and 0: exact, allowed
+        cases.append(lambda: Tolerance(rel_tol=bad))
     if bad != float("inf"):                          # no time limit, allowed
         cases.append(lambda: SolveSettings(time_limit=bad))
     for make in cases:

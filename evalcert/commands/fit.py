@@ -43,7 +43,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs({"--json": args.json}, inputs=[args.scores], force=args.force)
     check_qp_backend(args.solver)
-    S = read_scores(args.scores, format=args.format)
+    from evalcert.progress import heartbeat
+
+    with heartbeat(f"reading {args.scores}"):                 # says so past 3 s
+        S = read_scores(args.scores, format=args.format)
     model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
     print(model.result_.summary())
     if args.json:

@@ -68,13 +68,15 @@ def _flag(name: str) -> str:
 # -- reading and options ----------------------------------------------------------------------
 def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = None):
     from evalcert.io.responses import read_responses
+    from evalcert.progress import heartbeat
 
-    table = read_responses(path or args.responses, format=args.format,
-                           kind=kind or KINDS.get(args.model, "binary"),
-                           header=not args.no_header, transpose=args.transpose,
-                           model_col=args.model_col, item_col=args.item_col,
-                           response_col=args.response_col,
-                           names=False if args.no_names else None)
+    with heartbeat(f"reading {path or args.responses}"):     # says so past 3 s
+        table = read_responses(path or args.responses, format=args.format,
+                               kind=kind or KINDS.get(args.model, "binary"),
+                               header=not args.no_header, transpose=args.transpose,
+                               model_col=args.model_col, item_col=args.item_col,
+                               response_col=args.response_col,
+                               names=False if args.no_names else None)
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
 

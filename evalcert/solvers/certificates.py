@@ -66,7 +66,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from evalcert.errors import CertificateError, InputError, require_positive
+from evalcert.errors import CertificateError, require_positive
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["QP", "Tolerance", "Certificate", "qp_certificate", "DEFAULT_TOLERANCE"]
@@ -145,10 +145,7 @@ class Tolerance(ResultMixin):
 
     def __post_init__(self) -> None:
         require_positive("abs_tol", self.abs_tol, allow_zero=True)
-        require_positive("rel_tol", self.rel_tol, allow_zero=True)
-        if self.abs_tol == 0 and self.rel_tol == 0:
-            raise InputError("abs_tol and rel_tol are both 0: no float residual passes; "
-                             "give a positive tolerance")
+        require_positive("rel_tol", self.rel_tol, allow_zero=True)  # 0 and 0: exact (ILP)
 
     def accepts(self, error: float, scale: float) -> bool:
         return bool(error <= self.abs_tol + self.rel_tol * max(1.0, scale))
