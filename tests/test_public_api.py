@@ -135,19 +135,18 @@ def test_every_tolerance_is_validated(bad):
 
     from evalcert.diagnostics.baselines import NuclearNormCompletion
     from evalcert.errors import InputError
+    from evalcert.irt import Rasch, TwoPL
     from evalcert.solvers.backends.base import SolveSettings
     from evalcert.solvers.certificates import Tolerance
-    from evalcert.irt import Rasch, TwoPL
 
     Y = (np.random.default_rng(0).random((20, 15)) < 0.5).astype(float)
-    cases = [lambda: Rasch(method="map", tol=bad).fit(Y),
-             lambda: TwoPL(method="map", tol=bad).fit(Y),
-             lambda: Rasch(method="map", max_iter=bad).fit(Y),
+    cases = [lambda: Rasch(method="map", max_iter=bad).fit(Y),
              lambda: NuclearNormCompletion(tol=bad).fit(None)]
-    if bad != 0.0:                                   # lam = 0: no prior, allowed
-        cases.append(lambda: Rasch(method="map", lam=bad).fit(Y))
-        cases.append(lambda: Tolerance(abs_tol=bad))      # 0 and 0: exact, allowed
-        cases.append(lambda: Tolerance(rel_tol=bad))
+    if bad != 0.0:         # tol = 0: run to the rounding limit; lam = 0: no prior; exact
+        cases += [lambda: Rasch(method="map", tol=bad).fit(Y),
+                  lambda: TwoPL(method="map", tol=bad).fit(Y),
+                  lambda: Rasch(method="map", lam=bad).fit(Y),
+                  lambda: Tolerance(abs_tol=bad), lambda: Tolerance(rel_tol=bad)]
     if bad != float("inf"):                          # no time limit, allowed
         cases.append(lambda: SolveSettings(time_limit=bad))
     for make in cases:

@@ -397,7 +397,7 @@ class IRTEstimator:
             raise InputError(f"{type(self).__name__} supports method in {self.methods}, "
                              f"got {self.method!r}")
         require_positive("lam", self.lam, allow_zero=True)
-        require_positive("tol", self.tol)
+        require_positive("tol", self.tol, allow_zero=True)   # 0: to the rounding limit
         require_positive("max_iter", self.max_iter, integer=True)
         odd = [name for name, value in vars(self).items()   # every other numeric setting
                if not name.endswith("_") and not name.startswith("_")
