@@ -1,0 +1,262 @@
+"""lm-evaluation-harness sample logs (``--log_samples``) and Open LLM Leaderboard v2 details.
+
+lm-eval writes, per model, ``samples_<task>_<date>.jsonl`` (one row per document and
+filter: ``doc_id``, ``doc``, ``filter``, ``metrics``, ``doc_hash``, ..., then one key per
+metric) beside ``results_<date>.json`` (``model_name``). A folder of runs, nested
+(``<org>__<model>/...``) or flat, is read as one models x items matrix:
+
+* item = ``<task>|<doc_id>``; the same item must have the same ``doc_hash`` for every model
+  (else the documents differ and the error names the task and the doc);
+* model = ``model_name`` of the ``results_<date>.json`` of the same run (else of the
+  folder), else the folder's name with ``__`` read as ``/``;
+* score = the metric ``metric`` (default: the first of each row's ``metrics``); ``null``
+  is a missing cell (counted);
+* a task logged with several filters needs ``filter=`` (the error names them);
+* the newest run of each (model, task) is read (older ones are counted as skipped) unless
+  ``all_runs=True``, which names models ``<model>@<date>``.
+
+The Open LLM Leaderboard v2 "details" datasets hold the same rows, as JSONL or as Parquet
+(``samples_*.parquet`` or any ``.parquet`` with ``doc_id`` and ``metrics`` columns).
+Lines are streamed (``orjson`` if installed, else ``json``): memory grows with the cells
+kept, not with the size of the logs.
+
+Example
+-------
+>>> import json, pathlib, tempfile
+>>> run = pathlib.Path(tempfile.mkdtemp()) / "org__m1"
+>>> run.mkdir()
+>>> rows = [{"doc_id": k, "filter": "none", "metrics": ["acc"], "doc_hash": f"h{k}",
+...          "acc": float(k % 2)} for k in range(3)]
+>>> _ = (run / "samples_demo_2024-01-01T00-00-00.jsonl").write_text(
+...     "".join(json.dumps(r) + "\\n" for r in rows))
+>>> read = read_lm_eval(run.parent)
+>>> read.matrix.agents, read.matrix.items
+(('org/m1',), ('demo|0', 'demo|1', 'demo|2'))
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from evalcert.errors import InputError
+from evalcert.io._json import iter_jsonl, read_json
+from evalcert.io.results import CellCollector, ResultsRead
+
+__all__ = ["read_lm_eval", "find_sample_files"]
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9:.\-]+)"
+                      r"\.(?P<ext>jsonl|parquet)$")
+_RESULTS = re.compile(r"^results_(?P<date>\d{4}-\d{2}-\d{2}T[0-9:.\-]+)\.json$")
+
+
+def find_sample_files(path: Path) -> list[Path]:
+    """``samples_*.jsonl`` / ``samples_*.parquet`` under ``path`` (or ``path`` itself)."""
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("samples_*") if p.is_file()
+                  and p.suffix in (".jsonl", ".parquet"))
+
+
+def _model_of(sample: Path, date: str | None, cache: dict) -> str:
+    folder = sample.parent
+    if folder not in cache:
+        names = {}
+        for res in folder.glob("results_*.json"):
+            match = _RESULTS.match(res.name)
+            try:
+                doc = read_json(res)
+            except InputError:
+                continue
+            name = doc.get("model_name") if isinstance(doc, dict) else None
+            if not name and isinstance(doc, dict):
+                args = str((doc.get("config") or {}).get("model_args") or "")
+                found = re.search(r"pretrained=([^,]+)", args)
+                name = found.group(1) if found else None
+            if name:
+                names[match.group("date") if match else res.name] = str(name)
+        cache[folder] = names
+    names = cache[folder]
+    if date in names:
+        return names[date]
+    if len(set(names.values())) == 1:
+        return next(iter(names.values()))
+    return folder.name.replace("__", "/")
+
+
+def _rows_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
+    for number, row in iter_jsonl(path):
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: line {number} is not an object; an lm-eval samples "
+                             "file has one JSON object per line")
+        yield number, row
+
+
+def _rows_parquet(path: Path, metric: str | None) -> Iterable[tuple[int, dict]]:
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(path)
+        columns = table.schema_arrow.names
+        need = [c for c in ("doc_id", "metrics") if c not in columns]
+        if need:
+            raise InputError(f"{path}: not lm-eval/Open LLM Leaderboard details (no column "
+                             f"{need}); columns are {columns[:8]}")
+        if metric is None:
+            first = table.read_row_group(0, columns=["metrics"]).column(0)[0].as_py()
+            metric = first[0] if first else None
+        keep = [c for c in ("doc_id", "filter", "metrics", "doc_hash", metric) if c in columns]
+        number = 0
+        for batch in table.iter_batches(columns=keep, batch_size=65536):
+            for row in batch.to_pylist():
+                number += 1
+                yield number, row
+    except InputError:
+        raise
+    except Exception as exc:  # pyarrow raises several unrelated types on corrupt files
+        raise InputError(f"{path}: corrupt or unreadable Parquet file ({type(exc).__name__}: "
+                         f"{str(exc).splitlines()[0][:100]})") from None
+
+
+def _score(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    raise TypeError(type(value).__name__)
+
+
+def read_lm_eval(path: str | Path, *, metric: str | None = None, filter: str | None = None,
+                 tasks: Sequence[str] | None = None, all_runs: bool = False,
+                 bounds: tuple[float, float] | None = None) -> ResultsRead:
+    """Read lm-eval sample logs (a file, a run folder or a folder of runs).
+
+    Parameters
+    ----------
+    path : path-like
+        A ``samples_*.jsonl``/``.parquet`` file or a folder searched recursively.
+    metric : str, optional
+        The per-row metric key; default the first of each row's ``metrics``.
+    filter : str, optional
+        The filter to read; required when a task was logged with several.
+    tasks : sequence of str, optional
+        Read only these tasks (unknown names are refused).
+    all_runs : bool
+        Read every run, naming models ``<model>@<date>``; default the newest per
+        (model, task), older runs counted as skipped.
+    bounds : tuple of float, optional
+        Score range of the matrix (default ``(-1, 1)`` widened to the scores).
+
+    Returns
+    -------
+    ResultsRead
+        ``.matrix`` (models x ``task|doc_id``) and ``.report``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder; check the path")
+    files = find_sample_files(path)
+    runs: dict[tuple[str, str], list[tuple[str, Path]]] = defaultdict(list)
+    cache: dict = {}
+    for f in files:
+        match = _SAMPLES.match(f.name)
+        task, date = (match.group("task"), match.group("date")) if match else (f.stem, "")
+        model = _model_of(f, date or None, cache)
+        runs[(model, task)].append((date, f))
+    if not runs:
+        raise InputError(f"{path}: no lm-eval sample logs (samples_<task>_<date>.jsonl) here; "
+                         "run lm_eval with --log_samples --output_path")
+    found_tasks = sorted({t for _, t in runs})
+    if tasks is not None:
+        unknown = sorted(set(tasks) - set(found_tasks))
+        if unknown:
+            raise InputError(f"{path}: no task {unknown}; the logs hold {found_tasks}")
+    out = CellCollector(str(path), "lm-eval")
+    hashes: dict[tuple[str, Any], tuple[str, str]] = {}
+    for (model, task), found in sorted(runs.items()):
+        if tasks is not None and task not in tasks:
+            out.skip(f"task {task} not picked (tasks=)", sum(1 for _ in found))
+            continue
+        found.sort()
+        picked = found if all_runs else found[-1:]
+        for date, f in found[:-1] if not all_runs else []:
+            out.skip(f"older run of ({model}, {task}) ({f.name})", 1)
+        for date, f in picked:
+            name = f"{model}@{date}" if all_runs and len(found) > 1 else model
+            _read_file(f, name, task, metric, filter, hashes, out)
+    if not all_runs and any(len(v) > 1 for v in runs.values()):
+        out.note("the newest run of each (model, task) was read (all_runs=True reads all)")
+    return out.finish(bounds)
+
+
+def _read_file(f: Path, model: str, task: str, metric: str | None, filter: str | None,
+               hashes: dict, out: CellCollector) -> None:
+    rows = _rows_parquet(f, metric) if f.suffix == ".parquet" else _rows_jsonl(f)
+    by_filter: dict[str, list[tuple[Any, float | None]]] = defaultdict(list)
+    metrics_seen: set[str] = set()
+    for number, row in rows:
+        try:
+            doc_id = row["doc_id"]
+        except KeyError:
+            raise InputError(f"{f}: line {number} has no doc_id; this is not an lm-eval "
+                             "samples file") from None
+        name = metric
+        if name is None:
+            names = row.get("metrics") or []
+            if not names:
+                raise InputError(f"{f}: line {number} lists no metrics; pick one with "
+                                 "--metric")
+            name = names[0]
+        metrics_seen.add(name)
+        if name not in row:
+            keys = [k for k in (row.get("metrics") or [])]
+            raise InputError(f"{f}: line {number} has no metric {name!r}; it has {keys}; "
+                             "pick one with --metric")
+        try:
+            value = _score(row[name])
+        except TypeError as kind:
+            raise InputError(f"{f}: metric {name!r} holds a {kind} per document, not a "
+                             "number (a corpus-level metric such as bleu); pick a per-item "
+                             "metric with --metric") from None
+        doc_hash = row.get("doc_hash")
+        if doc_hash is not None:
+            key = (task, doc_id)
+            seen = hashes.get(key)
+            if seen is None:
+                hashes[key] = (doc_hash, model)
+            elif seen[0] != doc_hash:
+                raise InputError(f"task {task}, doc {doc_id}: {model} and {seen[1]} scored "
+                                 f"different documents (doc_hash {str(doc_hash)[:12]} vs "
+                                 f"{str(seen[0])[:12]}); the same doc_id must be the same "
+                                 "document for every model (same dataset and version)")
+        by_filter[str(row.get("filter", "none"))].append((doc_id, value))
+    if not by_filter:
+        raise InputError(f"{f} holds no rows")
+    if len(metrics_seen) > 1 and metric is None:
+        out.note(f"task {task}: rows list different first metrics {sorted(metrics_seen)}; "
+                 "each row's first was read (pick one with --metric)")
+    else:
+        out.note(f"task {task}: metric {next(iter(metrics_seen))}")
+    filters = sorted(by_filter)
+    if filter is None:
+        if len(filters) > 1:
+            raise InputError(f"task {task} was logged with several filters {filters}; pick "
+                             "one with --filter (API: filter=)")
+        chosen = filters[0]
+    else:
+        if filter not in by_filter:
+            raise InputError(f"task {task} has no filter {filter!r}; its filters are {filters}")
+        chosen = filter
+    for other in filters:
+        if other != chosen:
+            out.skip(f"filter {other} (not {chosen})", len(by_filter[other]))
+    for doc_id, value in by_filter[chosen]:
+        item = f"{task}|{doc_id}"
+        if value is None:
+            out.add_missing(model, item)
+        else:
+            out.add(model, item, value)
