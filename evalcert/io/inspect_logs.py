@@ -177,13 +177,13 @@ def read_inspect(path: str | Path, *, scorer: str | None = None, score_key: str 
         if log.suffix == ".json" and path.is_dir():
             doc_ok = _peek_inspect(log)
             if not doc_ok:
-                out.skip(f"not an Inspect log ({log.name})")
+                out.skip("files that are not Inspect logs")
                 continue
         spec, rows = iter_log_samples(log)
         model, task = str(spec["model"]), str(spec.get("task", log.stem))
         n = _read_samples(log, model, task, rows, scorer, score_key, epochs, out)
         if n == 0:
-            out.skip(f"log without samples ({log.name}; logged with --no-log-samples?)")
+            out.skip("logs without samples (written with --no-log-samples?)")
         read_any = read_any or n > 0
     if not read_any:
         raise InputError(f"{path}: no Inspect samples found (.eval or .json logs with samples)")

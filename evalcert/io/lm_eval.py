@@ -179,17 +179,16 @@ def read_lm_eval(path: str | Path, *, metric: str | None = None, filter: str | N
     hashes: dict[tuple[str, Any], tuple[str, str]] = {}
     for (model, task), found in sorted(runs.items()):
         if tasks is not None and task not in tasks:
-            out.skip(f"task {task} not picked (tasks=)", sum(1 for _ in found))
+            out.skip(f"files of task {task} (not in --tasks)", len(found))
             continue
         found.sort()
         picked = found if all_runs else found[-1:]
-        for date, f in found[:-1] if not all_runs else []:
-            out.skip(f"older run of ({model}, {task}) ({f.name})", 1)
+        if not all_runs and len(found) > 1:
+            out.skip("files of older runs of a (model, task) (all_runs=True reads them)",
+                     len(found) - 1)
         for date, f in picked:
             name = f"{model}@{date}" if all_runs and len(found) > 1 else model
             _read_file(f, name, task, metric, filter, hashes, out)
-    if not all_runs and any(len(v) > 1 for v in runs.values()):
-        out.note("the newest run of each (model, task) was read (all_runs=True reads all)")
     return out.finish(bounds)
 
 
@@ -242,18 +241,20 @@ def _read_file(f: Path, model: str, task: str, metric: str | None, filter: str |
     else:
         out.note(f"task {task}: metric {next(iter(metrics_seen))}")
     filters = sorted(by_filter)
-    if filter is None:
-        if len(filters) > 1:
-            raise InputError(f"task {task} was logged with several filters {filters}; pick "
-                             "one with --filter (API: filter=)")
-        chosen = filters[0]
-    else:
-        if filter not in by_filter:
-            raise InputError(f"task {task} has no filter {filter!r}; its filters are {filters}")
+    if filter is not None and filter in by_filter:
         chosen = filter
+    elif len(filters) == 1:                # a task logged with one filter: that one
+        chosen = filters[0]
+    elif filter is None:
+        raise InputError(f"task {task} was logged with several filters {filters}; pick "
+                         "one with --filter (API: filter=)")
+    else:
+        raise InputError(f"task {task} has no filter {filter!r}; its filters are {filters}")
+    if filter is not None and chosen != filter:
+        out.note(f"task {task}: its only filter {chosen} was read (no filter {filter})")
     for other in filters:
         if other != chosen:
-            out.skip(f"filter {other} (not {chosen})", len(by_filter[other]))
+            out.skip(f"rows of filter {other} (not {chosen})", len(by_filter[other]))
     for doc_id, value in by_filter[chosen]:
         item = f"{task}|{doc_id}"
         if value is None:

@@ -52,7 +52,8 @@ class ReadReport(ResultMixin):
     errored : dict
         ``{model: cells whose sample errored}`` (a subset of ``missing``).
     skipped : dict
-        ``{reason: rows}`` of rows not read as cells (another filter, an older run, ...).
+        ``{reason: count}`` of what was not read as cells, the reason naming the unit
+        (``"rows of filter X (not Y)"``, ``"files of older runs"``, ...).
     notes : tuple of str
         Choices made (the metric, the filter, epochs reduced) and removals.
     """
@@ -72,11 +73,11 @@ class ReadReport(ResultMixin):
         lines = [f"read {self.format} from {self.source}: {len(self.models)} models x "
                  f"{self.n_items} items, {self.n_cells} scored cells"]
         for model in self.models:
-            if self.missing.get(model):
+            if self.missing.get(model) or self.errored.get(model):
                 lines.append(f"  {model}: {self.missing[model]} missing cells "
                              f"({self.errored.get(model, 0)} errored samples)")
         for reason, rows in self.skipped.items():
-            lines.append(f"  skipped {rows} rows: {reason}")
+            lines.append(f"  skipped {rows} {reason}")
         lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)
 
@@ -153,7 +154,7 @@ class CellCollector:
             self.errored[model] += 1
 
     def skip(self, reason: str, rows: int = 1) -> None:
-        """Rows not read as cells, with the reason."""
+        """Rows or files not read as cells; ``reason`` names the unit and the cause."""
         if rows:
             self.skipped[reason] += rows
 
