@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from evalcert.errors import InputError
-from evalcert.io._json import iter_jsonl, read_json
+from evalcert.io._json import _DecodeErrors, loads, read_json
 from evalcert.io.results import CellCollector, ResultsRead
 
 __all__ = ["read_lm_eval", "find_sample_files"]
@@ -86,12 +86,62 @@ def _model_of(sample: Path, date: str | None, cache: dict) -> str:
     return folder.name.replace("__", "/")
 
 
+_DOC_ID = re.compile(rb'^\{"doc_id": (-?\d+), ')
+_FILTER = b'"filter": '
+
+
+def _tail(line: bytes) -> dict | None:
+    """The row without its large fields, or None to parse the whole line.
+
+    lm-eval writes each row's keys in one order: ``doc_id`` first, then ``doc``,
+    ``target``, ``arguments``, ``resps``, ``filtered_resps`` (the bulk of the bytes), then
+    ``filter``, ``metrics``, the hashes and the metric values. A ``"filter":`` key followed
+    by ``:`` cannot occur inside a JSON string (its quote would be escaped), so its last
+    occurrence starts the small tail, which parses as an object on its own. Any other
+    layout (or a tail that does not parse) falls back to parsing the whole line.
+    """
+    head = _DOC_ID.match(line)
+    at = line.rfind(_FILTER)
+    if head is None or at < 0 or not line.rstrip().endswith(b"}"):
+        return None
+    try:
+        row = loads(b"{" + line[at:])
+    except _DecodeErrors:
+        return None
+    if not isinstance(row, dict) or "metrics" not in row:
+        return None
+    row["doc_id"] = int(head.group(1))
+    return row
+
+
 def _rows_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
-    for number, row in iter_jsonl(path):
-        if not isinstance(row, dict):
-            raise InputError(f"{path}: line {number} is not an object; an lm-eval samples "
-                             "file has one JSON object per line")
-        yield number, row
+    """Rows of a samples file, streamed; only the tail of each line is parsed when the
+    layout allows (see :func:`_tail`)."""
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
+    with fh:
+        number = 0
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            row = _tail(line)
+            if row is None:
+                try:
+                    row = loads(line)
+                except _DecodeErrors as exc:
+                    cut = not line.endswith(b"\n") and fh.read(1) == b""
+                    what = "truncated (its last line is cut short)" if cut else \
+                        f"line {number} is not valid JSON ({str(exc).splitlines()[0][:80]})"
+                    raise InputError(f"{path}: {what}; nothing was read from it; re-export "
+                                     "or fix the file") from None
+            if not isinstance(row, dict):
+                raise InputError(f"{path}: line {number} is not an object; an lm-eval "
+                                 "samples file has one JSON object per line")
+            yield number, row
+        if number == 0:
+            raise InputError(f"{path} is empty; give the file lm-eval wrote")
 
 
 def _rows_parquet(path: Path, metric: str | None) -> Iterable[tuple[int, dict]]:
