@@ -23,7 +23,15 @@ TOOL_FORMATS = RESULTS_FORMATS + DECISION_FORMATS + ("arena",)
 
 
 def add_source_options(p: argparse.ArgumentParser) -> None:
-    """The per-tool options (lm-eval, HELM, Inspect)."""
+    """The per-tool options (lm-eval, HELM, Inspect).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_source_options(p)
+    >>> p.parse_args(["--all-runs"]).all_runs
+    True
+    """
     g = p.add_argument_group("tool files (lm-eval, helm, inspect)")
     g.add_argument("--metric", default=None,
                    help="lm-eval: per-row metric (default the first of each row's metrics)")
@@ -40,7 +48,13 @@ def add_source_options(p: argparse.ArgumentParser) -> None:
 
 
 def source_options(args: argparse.Namespace) -> dict:
-    """The options given (``None`` for those not given)."""
+    """The options given (``None`` for those not given).
+
+    Examples
+    --------
+    >>> source_options(argparse.Namespace(tasks="a,b"))["tasks"]
+    ['a', 'b']
+    """
     tasks = getattr(args, "tasks", None)
     return {"metric": getattr(args, "metric", None), "filter": getattr(args, "filter", None),
             "tasks": tasks.split(",") if tasks else None,

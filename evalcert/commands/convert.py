@@ -44,7 +44,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check the output, convert, print what was read and written."""
+    """Check the output, convert, print what was read and written.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "r.jsonl").write_text(json.dumps({"subject_id": "m", "responses": {"q": 1}}) + "\\n")
+    >>> parser = argparse.ArgumentParser(prog="evalcert")
+    >>> register(parser.add_subparsers(dest="command"))
+    >>> run(parser.parse_args(["convert", str(folder / "r.jsonl"), "--format", "py-irt",
+    ...                        "--out", str(folder / "long.csv")]))
+    read py-irt from ...r.jsonl: 1 models x 1 items, 1 scored cells
+    wrote 1 rows (long) to ...long.csv
+    0
+    """
     from evalcert.io.convert import convert
     from evalcert.io.detect import detect_format
     from evalcert.outputs import check_outputs

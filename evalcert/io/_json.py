@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - depends on the environment
     loads = json.loads
     _DecodeErrors = (json.JSONDecodeError, ValueError)
 
-__all__ = ["loads", "iter_jsonl", "read_json", "first_record"]
+__all__ = ["iter_jsonl", "read_json"]
 
 
 def _open(path: Path):
@@ -44,6 +44,16 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, object)`` for each non-blank line of a JSON Lines file.
 
     Raises InputError on a line that is not JSON (the last one: "truncated").
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "cut.jsonl"
+    >>> _ = p.write_text('{"a": 1}\\n{"a": ')
+    >>> list(iter_jsonl(p))
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: ...cut.jsonl: truncated (its last line is cut short); nothing was read from it; re-export or fix the file
     """
     path = Path(path)
     with _open(path) as fh:
@@ -64,7 +74,13 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
 
 
 def read_json(path: str | Path, data: bytes | None = None) -> Any:
-    """One JSON document (a file, or bytes read from a member of an archive)."""
+    """One JSON document (a file, or bytes read from a member of an archive).
+
+    Examples
+    --------
+    >>> read_json("member.json", b'{"eval": {"model": "m"}}')["eval"]
+    {'model': 'm'}
+    """
     path = Path(path)
     if data is None:
         with _open(path) as fh:

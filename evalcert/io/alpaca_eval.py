@@ -36,6 +36,8 @@ __all__ = ["read_alpaca_eval", "instruction_hash"]
 def instruction_hash(text: str) -> str:
     """First 12 hex digits of SHA-256 of the instruction (UTF-8).
 
+    Examples
+    --------
     >>> instruction_hash("Hi")
     '3639efcd08ab'
     """
@@ -43,7 +45,17 @@ def instruction_hash(text: str) -> str:
 
 
 def read_alpaca_eval(path: str | Path):
-    """Read ``annotations.json`` (a file, or a folder searched for them); ``(frame, source)``."""
+    """Read ``annotations.json`` (a file, or a folder searched for them); ``(frame, source)``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "annotations.json"
+    >>> _ = p.write_text(json.dumps([{"instruction": "Hi", "generator_1": "a",
+    ...     "generator_2": "b", "annotator": "x", "preference": 1.5}]))
+    >>> read_alpaca_eval(p)[0]["label"].tolist()
+    ['tie']
+    """
     import pandas as pd
 
     path = Path(path)

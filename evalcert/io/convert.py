@@ -42,6 +42,12 @@ class Converted(ResultMixin):
         Rows (records) written.
     read : str
         The reader's report (models, items, cells, missing and errored per model, skips).
+
+    Examples
+    --------
+    >>> print(Converted("helm", "results", "out.csv", "long", 25, "read helm ...").summary())
+    read helm ...
+    wrote 25 rows (long) to out.csv
     """
 
     format: str
@@ -78,6 +84,14 @@ def convert(path: str | Path, out: str | Path, *, format: str = "auto", to: str 
         ``long``: CSV/Parquet table; ``eee``/``py-irt``: those JSONL layouts (results only).
     **options
         The reader's options (``metric``, ``filter``, ``stat``, ``epochs``, ...).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "r.jsonl").write_text(json.dumps({"subject_id": "m", "responses": {"q": 0}}) + "\\n")
+    >>> convert(folder / "r.jsonl", folder / "back.jsonl", to="py-irt").rows
+    1
     """
     from evalcert.io.detect import (detect_format, kind_of, read_comparisons, read_judgments,
                                     read_results)

@@ -30,8 +30,7 @@ from typing import Any
 from evalcert.errors import InputError
 
 __all__ = ["RESULTS_FORMATS", "DECISION_FORMATS", "COMPARISON_FORMATS", "FORMATS",
-           "detect_format", "kind_of", "read_results", "read_judgments", "read_comparisons",
-           "OPTIONS"]
+           "detect_format", "kind_of", "read_results", "read_judgments", "read_comparisons"]
 
 RESULTS_FORMATS = ("lm-eval", "helm", "inspect", "eee", "py-irt")
 DECISION_FORMATS = ("fastchat-pair", "fastchat-single", "alpaca-eval")
@@ -54,7 +53,13 @@ _SAMPLES = re.compile(r"^samples_.+_\d{4}-\d{2}-\d{2}T.+\.(jsonl|parquet)$")
 
 
 def kind_of(format: str) -> str:
-    """``results``, ``decisions`` or ``comparisons``."""
+    """``results``, ``decisions`` or ``comparisons``.
+
+    Examples
+    --------
+    >>> kind_of("lm-eval"), kind_of("fastchat-pair"), kind_of("arena")
+    ('results', 'decisions', 'comparisons')
+    """
     if format in RESULTS_FORMATS:
         return "results"
     if format in DECISION_FORMATS:
@@ -133,6 +138,14 @@ def detect_format(path: str | Path) -> str | None:
     A folder is the format of its files: HELM run folders, lm-eval sample logs, Inspect
     logs, FastChat judgments, AlpacaEval annotations; a folder that mixes formats is
     refused, naming them.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "samples_gsm8k_2024-05-01T10-00-00.123.jsonl").write_text("{}\\n")
+    >>> detect_format(folder), detect_format(folder / "nothing.csv")
+    ('lm-eval', None)
     """
     path = Path(path)
     if path.is_file():
@@ -189,6 +202,16 @@ def read_results(path: str | Path, format: str = "auto", **options: Any):
     for lm-eval; ``stat`` for HELM; ``scorer``, ``score_key``, ``epochs`` for Inspect;
     ``bounds`` for all); ``None`` values are ignored; an option the format does not take is
     refused.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = p.write_text(json.dumps({"subject_id": "m", "responses": {"q": 1}}) + "\\n")
+    >>> read_results(p, metric="acc")
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: --metric does not apply to py-irt files (it takes bounds)
     """
     path = Path(path)
     format = _resolve(path, format, "results")
@@ -203,7 +226,19 @@ def read_results(path: str | Path, format: str = "auto", **options: Any):
 
 def read_judgments(path: str | Path, format: str = "auto"):
     """Read a judge log into ``(frame, source)``: the long ``item, grader, label`` table and
-    the reader's facts (rows, unparseable verdicts) for the audit's report."""
+    the reader's facts (rows, unparseable verdicts) for the audit's report.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "gpt-4_single.jsonl"
+    >>> _ = p.write_text(json.dumps({"question_id": 1, "model": "x", "score": -1,
+    ...                              "judge": ["gpt-4", "single-v1"]}) + "\\n")
+    >>> read_judgments(p)
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: ...: no usable decision in 1 rows (unparseable: {'-1': 1})
+    """
     path = Path(path)
     format = _resolve(path, format, "decisions")
     frame, source = _reader(format)(path)
@@ -217,7 +252,14 @@ def read_judgments(path: str | Path, format: str = "auto"):
 
 
 def read_comparisons(path: str | Path, **options: Any):
-    """The Chatbot Arena battle dump through :func:`evalcert.io.arena.read_arena`."""
+    """The Chatbot Arena battle dump through :func:`evalcert.io.arena.read_arena` (the
+    comparisons table it returns), or a one-line refusal when that reader is absent.
+
+    Examples
+    --------
+    >>> callable(read_comparisons)
+    True
+    """
     try:
         module = importlib.import_module("evalcert.io.arena")
     except ImportError:

@@ -46,7 +46,18 @@ def _files(path: Path) -> list[Path]:
 
 
 def read_eee(path: str | Path, *, bounds: tuple[float, float] | None = None) -> ResultsRead:
-    """Read Every Eval Ever instance-level JSONL (a file or a folder of ``*.jsonl``)."""
+    """Read Every Eval Ever instance-level JSONL (a file or a folder of ``*.jsonl``).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.jsonl"
+    >>> rec = {"model_id": "m", "evaluation_name": "b", "sample_id": "1",
+    ...        "evaluation": {"score": 0.0, "is_correct": False}}
+    >>> _ = p.write_text(json.dumps(rec) + "\\n")
+    >>> read_eee(p).matrix.items
+    ('b|1',)
+    """
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder; check the path")
@@ -78,6 +89,16 @@ def write_eee(matrix, path: str | Path, *, source: str = "evalcert") -> int:
 
     Items named ``<evaluation>|<sample>`` keep both parts; other names get the evaluation
     ``source``. Returns the number of records written.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> from evalcert.data import ScoreMatrix
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "out.jsonl"
+    >>> write_eee(ScoreMatrix.from_cells([0], [0], [1.0], ["m"], ["b|7"]), p)
+    1
+    >>> json.loads(p.read_text())["sample_id"]
+    '7'
     """
     rows, cols, scores = matrix.cells()
     high = matrix.bounds[1]

@@ -61,7 +61,18 @@ def _judge(value, where: str) -> str:
 
 
 def read_fastchat_pair(path: str | Path):
-    """Read ``*_pair.jsonl`` (a file or a folder); return ``(frame, source)``."""
+    """Read ``*_pair.jsonl`` (a file or a folder); return ``(frame, source)``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "j_pair.jsonl"
+    >>> _ = p.write_text(json.dumps({"question_id": 1, "model_1": "x", "model_2": "y",
+    ...     "g1_winner": "error", "g2_winner": "model_2", "judge": ["gpt-4", "pair-v2"]}) + "\\n")
+    >>> frame, source = read_fastchat_pair(p)
+    >>> len(frame), source["unparseable"]
+    (1, {'error': 1})
+    """
     import pandas as pd
 
     path = Path(path)
@@ -92,7 +103,17 @@ def read_fastchat_pair(path: str | Path):
 
 
 def read_fastchat_single(path: str | Path):
-    """Read ``*_single.jsonl`` (a file or a folder); return ``(frame, source)``."""
+    """Read ``*_single.jsonl`` (a file or a folder); return ``(frame, source)``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "j_single.jsonl"
+    >>> _ = p.write_text(json.dumps({"question_id": 1, "model": "x", "score": 7,
+    ...                              "judge": ["gpt-4", "single-v1"], "turn": 1}) + "\\n")
+    >>> read_fastchat_single(p)[0].values.tolist()
+    [['1|x|1', 'gpt-4', '7']]
+    """
     import pandas as pd
 
     path = Path(path)

@@ -37,7 +37,7 @@ from evalcert.errors import InputError
 from evalcert.io._json import read_json
 from evalcert.io.results import CellCollector, ResultsRead
 
-__all__ = ["read_helm", "find_runs", "scenario_of"]
+__all__ = ["read_helm", "scenario_of"]
 
 _MODEL_ARG = re.compile(r"(^|,)(model|model_deployment)=[^,]*")
 
@@ -52,6 +52,8 @@ def find_runs(path: Path) -> list[Path]:
 def scenario_of(run_name: str) -> str:
     """The run's name without its model arguments.
 
+    Examples
+    --------
     >>> scenario_of("mmlu:subject=philosophy,method=multiple_choice_joint,model=openai_gpt2")
     'mmlu:subject=philosophy,method=multiple_choice_joint'
     """
@@ -74,6 +76,14 @@ def read_helm(path: str | Path, *, stat: str = "exact_match",
         the stats found.
     bounds : tuple of float, optional
         Score range (default ``(-1, 1)`` widened to the scores).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> read_helm(pathlib.Path(tempfile.mkdtemp()))
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: ...: no HELM run folder (per_instance_stats.json) here
     """
     path = Path(path)
     if not path.exists():

@@ -35,7 +35,7 @@ from evalcert.errors import InputError
 from evalcert.io._json import read_json
 from evalcert.io.results import CellCollector, ResultsRead
 
-__all__ = ["read_inspect", "value_to_float", "iter_log_samples", "EPOCHS", "is_inspect_json"]
+__all__ = ["read_inspect", "value_to_float", "EPOCHS"]
 
 EPOCHS = ("mean", "first", "keep")
 _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
@@ -47,6 +47,11 @@ def value_to_float(value: Any) -> float:
     """An Inspect score value as a number, as inspect's ``value_to_float`` maps it.
 
     Raises ValueError for a value with no number (a dict, a list, other text).
+
+    Examples
+    --------
+    >>> value_to_float("I"), value_to_float(True), value_to_float("0.75")
+    (0.0, 1.0, 0.75)
     """
     if isinstance(value, bool):
         return float(value)
@@ -164,6 +169,17 @@ def read_inspect(path: str | Path, *, scorer: str | None = None, score_key: str 
     bounds : tuple of float, optional
     paths : sequence of path-like, optional
         Read these logs instead of searching ``path``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> log = pathlib.Path(tempfile.mkdtemp()) / "log.json"
+    >>> samples = [{"id": 1, "epoch": 1, "scores": {"match": {"value": "C"}}},
+    ...            {"id": 2, "epoch": 1, "error": {"message": "timeout"}}]
+    >>> _ = log.write_text(json.dumps({"eval": {"task": "t", "model": "m"}, "samples": samples}))
+    >>> read = read_inspect(log)
+    >>> read.matrix.items, read.report.errored
+    (('t|1',), {'m': 1})
     """
     if epochs not in EPOCHS:
         raise InputError(f"epochs={epochs!r}; use one of {EPOCHS}")

@@ -45,7 +45,7 @@ from evalcert.errors import InputError
 from evalcert.io._json import _DecodeErrors, loads, read_json
 from evalcert.io.results import CellCollector, ResultsRead
 
-__all__ = ["read_lm_eval", "find_sample_files"]
+__all__ = ["read_lm_eval"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9:.\-]+)"
                       r"\.(?P<ext>jsonl|parquet)$")
@@ -205,6 +205,15 @@ def read_lm_eval(path: str | Path, *, metric: str | None = None, filter: str | N
     -------
     ResultsRead
         ``.matrix`` (models x ``task|doc_id``) and ``.report``.
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> log = pathlib.Path(tempfile.mkdtemp()) / "samples_t_2024-01-01T00-00-00.jsonl"
+    >>> rows = [{"doc_id": 0, "filter": f, "metrics": ["acc"], "acc": 1.0} for f in ("a", "b")]
+    >>> _ = log.write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> read_lm_eval(log, filter="b").report.skipped
+    {'rows of filter a (not b)': 1}
     """
     path = Path(path)
     if not path.exists():

@@ -31,7 +31,16 @@ __all__ = ["read_py_irt", "write_py_irt"]
 
 
 def read_py_irt(path: str | Path, *, bounds: tuple[float, float] | None = None) -> ResultsRead:
-    """Read a py-irt JSONL file."""
+    """Read a py-irt JSONL file.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = p.write_text('{"subject_id": "m", "responses": {"q": null, "r": 1}}\\n')
+    >>> read_py_irt(p).report.missing
+    {'m': 1}
+    """
     path = Path(path)
     out = CellCollector(str(path), "py-irt")
     for number, rec in iter_jsonl(path):
@@ -55,6 +64,16 @@ def write_py_irt(matrix, path: str | Path) -> int:
     """Write ``matrix`` as py-irt JSONL (one line per model); scores must be 0/1.
 
     Returns the number of lines written.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from evalcert.data import ScoreMatrix
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> write_py_irt(ScoreMatrix.from_cells([0, 0], [0, 1], [1.0, 0.0], ["m"], ["q", "r"]), p)
+    1
+    >>> p.read_text()
+    '{"subject_id": "m", "responses": {"q": 1, "r": 0}}\\n'
     """
     rows, cols, scores = matrix.cells()
     bad = ~np.isin(scores, (0.0, 1.0))

@@ -56,6 +56,14 @@ class ReadReport(ResultMixin):
         (``"rows of filter X (not Y)"``, ``"files of older runs"``, ...).
     notes : tuple of str
         Choices made (the metric, the filter, epochs reduced) and removals.
+
+    Examples
+    --------
+    >>> r = ReadReport("runs/", "inspect", ("m1", "m2"), 3, 5, {"m1": 0, "m2": 1},
+    ...                {"m1": 0, "m2": 1}, {})
+    >>> print(r.summary())
+    read inspect from runs/: 2 models x 3 items, 5 scored cells
+      m2: 1 missing cells (1 errored samples)
     """
 
     source: str
@@ -91,6 +99,13 @@ class ResultsRead(ResultMixin):
     matrix : ScoreMatrix
         Models (agents) x items, observed cells only.
     report : ReadReport
+
+    Examples
+    --------
+    >>> c = CellCollector("demo", "eee")
+    >>> c.add("m", "q1", 1.0)
+    >>> c.finish().to_long().values.tolist()
+    [['m', 'q1', 1.0]]
     """
 
     matrix: Any
@@ -115,6 +130,14 @@ class CellCollector:
     ----------
     source, format : str
         For the report and the messages.
+
+    Examples
+    --------
+    >>> c = CellCollector("demo", "helm")
+    >>> c.add("m", "q1", 0.5); c.add_missing("m", "q2"); c.skip("rows of another split", 3)
+    >>> read = c.finish()
+    >>> read.matrix.items, read.report.missing, read.report.skipped
+    (('q1',), {'m': 1}, {'rows of another split': 3})
     """
 
     def __init__(self, source: str, format: str) -> None:
