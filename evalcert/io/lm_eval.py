@@ -18,7 +18,8 @@ metric) beside ``results_<date>.json`` (``model_name``). A folder of runs, neste
 The Open LLM Leaderboard v2 "details" datasets hold the same rows, as JSONL or as Parquet
 (``samples_*.parquet`` or any ``.parquet`` with ``doc_id`` and ``metrics`` columns).
 Lines are streamed (``orjson`` if installed, else ``json``): memory grows with the cells
-kept, not with the size of the logs.
+kept, not with the size of the logs. Files are parsed through ``joblib.Parallel`` under the
+caller's ``joblib.parallel_config`` (one process, in order, by default).
 
 Example
 -------
@@ -235,7 +236,7 @@ def read_lm_eval(path: str | Path, *, metric: str | None = None, filter: str | N
         if unknown:
             raise InputError(f"{path}: no task {unknown}; the logs hold {found_tasks}")
     out = CellCollector(str(path), "lm-eval")
-    hashes: dict[tuple[str, Any], tuple[str, str]] = {}
+    jobs: list[tuple[Path, str, str]] = []
     for (model, task), found in sorted(runs.items()):
         if tasks is not None and task not in tasks:
             out.skip(f"files of task {task} (not in --tasks)", len(found))
@@ -245,16 +246,26 @@ def read_lm_eval(path: str | Path, *, metric: str | None = None, filter: str | N
         if not all_runs and len(found) > 1:
             out.skip("files of older runs of a (model, task) (all_runs=True reads them)",
                      len(found) - 1)
-        for date, f in picked:
-            name = f"{model}@{date}" if all_runs and len(found) > 1 else model
-            _read_file(f, name, task, metric, filter, hashes, out)
+        jobs += [(f, f"{model}@{date}" if all_runs and len(found) > 1 else model, task)
+                 for date, f in picked]
+    # files are parsed by joblib under the caller's joblib.parallel_config (in this
+    # process, in order, without one); cells are joined here, in file order
+    import joblib
+
+    parsed = joblib.Parallel()(joblib.delayed(_parse_file)(f, metric) for f, _, _ in jobs)
+    hashes: dict[tuple[str, Any], tuple[str, str]] = {}
+    for (f, model, task), result in zip(jobs, parsed):
+        _read_file(f, result, model, task, metric, filter, hashes, out)
     return out.finish(bounds)
 
 
-def _read_file(f: Path, model: str, task: str, metric: str | None, filter: str | None,
-               hashes: dict, out: CellCollector) -> None:
+def _parse_file(f: Path, metric: str | None) -> tuple[dict, set]:
+    """``({filter: [(doc_id, score or None, doc_hash)]}, metrics read)`` of one file.
+
+    Module-level and self-contained, so joblib can run it in a worker.
+    """
     rows = _rows_parquet(f, metric) if f.suffix == ".parquet" else _rows_jsonl(f)
-    by_filter: dict[str, list[tuple[Any, float | None]]] = defaultdict(list)
+    by_filter: dict[str, list[tuple[Any, float | None, Any]]] = defaultdict(list)
     metrics_seen: set[str] = set()
     for number, row in rows:
         try:
@@ -280,20 +291,25 @@ def _read_file(f: Path, model: str, task: str, metric: str | None, filter: str |
             raise InputError(f"{f}: metric {name!r} holds a {kind} per document, not a "
                              "number (a corpus-level metric such as bleu); pick a per-item "
                              "metric with --metric") from None
-        doc_hash = row.get("doc_hash")
-        if doc_hash is not None:
-            key = (task, doc_id)
-            seen = hashes.get(key)
-            if seen is None:
-                hashes[key] = (doc_hash, model)
-            elif seen[0] != doc_hash:
+        by_filter[str(row.get("filter", "none"))].append((doc_id, value, row.get("doc_hash")))
+    if not by_filter:
+        raise InputError(f"{f} holds no rows")
+    return dict(by_filter), metrics_seen
+
+
+def _read_file(f: Path, parsed: tuple[dict, set], model: str, task: str, metric: str | None,
+               filter: str | None, hashes: dict, out: CellCollector) -> None:
+    by_filter, metrics_seen = parsed
+    for rows in by_filter.values():
+        for doc_id, _, doc_hash in rows:
+            if doc_hash is None:
+                continue
+            seen = hashes.setdefault((task, doc_id), (doc_hash, model))
+            if seen[0] != doc_hash:
                 raise InputError(f"task {task}, doc {doc_id}: {model} and {seen[1]} scored "
                                  f"different documents (doc_hash {str(doc_hash)[:12]} vs "
                                  f"{str(seen[0])[:12]}); the same doc_id must be the same "
                                  "document for every model (same dataset and version)")
-        by_filter[str(row.get("filter", "none"))].append((doc_id, value))
-    if not by_filter:
-        raise InputError(f"{f} holds no rows")
     if len(metrics_seen) > 1 and metric is None:
         out.note(f"task {task}: rows list different first metrics {sorted(metrics_seen)}; "
                  "each row's first was read (pick one with --metric)")
@@ -314,7 +330,7 @@ def _read_file(f: Path, model: str, task: str, metric: str | None, filter: str |
     for other in filters:
         if other != chosen:
             out.skip(f"rows of filter {other} (not {chosen})", len(by_filter[other]))
-    for doc_id, value in by_filter[chosen]:
+    for doc_id, value, _ in by_filter[chosen]:
         item = f"{task}|{doc_id}"
         if value is None:
             out.add_missing(model, item)

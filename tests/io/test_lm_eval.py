@@ -138,3 +138,13 @@ def test_null_metric_is_a_counted_missing_cell(tmp_path):
     read = read_lm_eval(folder)
     assert read.report.missing == {"mock/gamma": 1}
     assert read.matrix.n_observed == len(rows) - 1 and read.matrix.n_missing == 1
+
+
+def test_parallel_config_reads_the_same_cells():
+    import joblib
+
+    one = read_lm_eval(LM_EVAL, filter="strict-match")
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        two = read_lm_eval(LM_EVAL, filter="strict-match")
+    assert one.matrix.agents == two.matrix.agents and one.matrix.items == two.matrix.items
+    assert all(np.array_equal(a, b) for a, b in zip(one.matrix.cells(), two.matrix.cells()))
