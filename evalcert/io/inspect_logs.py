@@ -215,14 +215,15 @@ def _peek_inspect(path: Path) -> bool:
 def _read_samples(log: Path, model: str, task: str, rows: Iterator[dict], scorer: str | None,
                   score_key: str | None, epochs: str, out: CellCollector) -> int:
     scored: dict[str, dict[int, float]] = defaultdict(dict)
-    errored: dict[str, set[int]] = defaultdict(set)
+    errored: dict[str, set[int]] = defaultdict(set)     # the sample failed (error set)
+    unscored: dict[str, set[int]] = defaultdict(set)    # no error, but no score either
     n = 0
     for sample in rows:
         n += 1
         sid, epoch = str(sample.get("id")), int(sample.get("epoch", 1) or 1)
         scores = sample.get("scores") or {}
         if sample.get("error") or not scores:
-            errored[sid].add(epoch)
+            (errored if sample.get("error") else unscored)[sid].add(epoch)
             continue
         name = scorer or next(iter(scores))
         if name not in scores:
@@ -240,16 +241,17 @@ def _read_samples(log: Path, model: str, task: str, rows: Iterator[dict], scorer
         except ValueError as bad:
             raise InputError(f"{log}: sample {sid} scorer {name} value {bad} is not a "
                              "number nor C/I/P/N; pick another --scorer or --score-key") from None
-    for sid in list(scored) + [s for s in errored if s not in scored]:
-        got, failed = scored.get(sid, {}), errored.get(sid, set())
+    for sid in dict.fromkeys([*scored, *errored, *unscored]):
+        got, bad = scored.get(sid, {}), errored.get(sid, set())
+        failed = bad | unscored.get(sid, set())
         base = f"{task}|{sid}"
         if epochs == "keep":
             for e, v in sorted(got.items()):
                 out.add(model, f"{base}|epoch={e}", v)
             for e in sorted(failed - set(got)):
-                out.add_missing(model, f"{base}|epoch={e}", errored=True)
+                out.add_missing(model, f"{base}|epoch={e}", errored=e in bad)
             continue
-        out.errored[model] += len(failed)
+        out.errored[model] += len(bad)
         if epochs == "first":
             value = got.get(min(set(got) | failed))
         else:

@@ -115,3 +115,22 @@ def test_real_inspect_logs_two_models_one_task():
     arc = [i for i in read.matrix.items if i.startswith("inspect_evals/arc_easy|")]
     assert len(arc) == 5
     assert read.report.skipped == {"logs without samples (written with --no-log-samples?)": 1}
+
+
+def test_sample_without_score_nor_error_is_missing_not_errored(tmp_path):
+    # built from a shipped JSON log: one sample's scores removed (a scorer that never ran)
+    log = sorted(INSPECT_JSON.glob("*.json"))[0]
+    doc = json.loads(log.read_text())
+    target = next(s for s in doc["samples"] if not s.get("error"))
+    for s in doc["samples"]:
+        if s["id"] == target["id"] and not s.get("error"):
+            s["scores"] = {}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(doc))
+    read = read_inspect(path)
+    model = doc["eval"]["model"]
+    before = read_inspect(log)
+    assert read.report.errored == before.report.errored
+    assert read.report.missing[model] == before.report.missing[model] + 1
+    assert f"arith|{target['id']}" not in read.matrix.items or \
+        read.matrix.n_observed == before.matrix.n_observed - 1
