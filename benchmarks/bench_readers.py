@@ -40,7 +40,7 @@ print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 #: case -> (imports, timed statement); imports are not timed
 CASES = {
     "pyarrow.read_table": ("import pyarrow.parquet as pq", "T = pq.read_table({path!r})"),
-    "read_scores": ("from evalcert.data import read_scores\nimport pyarrow.parquet",
+    "read_scores": ("from evalcert.io.scores import read_scores\nimport pyarrow.parquet",
                     "S = read_scores({path!r})"),
     "pandas.read_json": ("import pandas as pd, pathlib",
                          "frames = [pd.read_json(p, lines=True) for p in "

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from evalcert.io.convert import convert
     from evalcert.io.detect import detect_format
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     suffixes = (".csv", ".parquet", ".pq") if args.to == "long" else (".jsonl",)
     check_outputs({"--out": args.out}, inputs=[args.path], force=args.force,

@@ -9,7 +9,7 @@ import pytest
 from evalcert.errors import InputError
 from evalcert.io.alpaca_eval import instruction_hash, read_alpaca_eval
 from evalcert.io.fastchat import read_fastchat_pair, read_fastchat_single
-from evalcert.logic.readers import read_decisions
+from evalcert.io.decisions import read_decisions
 from tests.io._fixtures import FORMATS, run_cli
 
 FASTCHAT = FORMATS / "fastchat"

@@ -8,7 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from evalcert.data import ScoreMatrix, read_scores
+from evalcert.data import ScoreMatrix
+from evalcert.io.scores import read_scores
 from evalcert.errors import InputError
 
 
