@@ -21,6 +21,7 @@ from pathlib import Path
 from evalcert.commands._args import (PLOT_SUFFIXES, add_output_flags, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
                                      positive_float, positive_int, probability)
+from evalcert.commands._sources import RESULTS_FORMATS, add_source_options
 from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
@@ -70,8 +71,20 @@ def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = 
     from evalcert.io.responses import read_responses
     from evalcert.progress import heartbeat
 
-    with heartbeat(f"reading {path or args.responses}"):     # says so past 3 s
-        table = read_responses(path or args.responses, format=args.format,
+    path = path or args.responses
+    fmt = args.format
+    if fmt not in ("wide", "long"):
+        from evalcert.io.detect import detect_format, kind_of
+
+        tool = detect_format(path) if fmt == "auto" else fmt
+        if tool is not None and kind_of(tool) != "results":
+            raise InputError(f"{path} holds {tool} {kind_of(tool)}, not per-item responses; "
+                             "IRT reads results (lm-eval, helm, inspect, eee, py-irt)")
+        if tool is not None:
+            return _read_tool(args, path, tool, kind or KINDS.get(args.model, "binary"))
+        fmt = "wide"
+    with heartbeat(f"reading {path}"):                       # says so past 3 s
+        table = read_responses(path, format=fmt,
                                kind=kind or KINDS.get(args.model, "binary"),
                                header=not args.no_header, transpose=args.transpose,
                                model_col=args.model_col, item_col=args.item_col,
@@ -79,6 +92,23 @@ def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = 
                                names=False if args.no_names else None)
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
+
+
+def _read_tool(args: argparse.Namespace, path: str, tool: str, kind: str):
+    """A tool's results (lm-eval, HELM, Inspect, EEE, py-irt) as a response table."""
+    from evalcert.commands._sources import source_options
+    from evalcert.io.detect import read_results
+    from evalcert.io.responses import responses_from_long
+
+    if args.format == "auto":
+        print(f"evalcert: {path}: read as {tool} (detected; pick --format to change)",
+              file=sys.stderr)
+    read = read_results(path, tool, **source_options(args))
+    print(f"evalcert: {read.summary()}".replace("\n", "\nevalcert: "), file=sys.stderr)
+    long = read.to_long()
+    table = responses_from_long(long, model_col="model", item_col="item", response_col="score",
+                                kind=kind, where=str(path)).table
+    return table
 
 
 @contextlib.contextmanager
@@ -342,9 +372,12 @@ def _anchors(args: argparse.Namespace) -> int:
 
 # -- parser -------------------------------------------------------------------------------------
 def _input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=["wide", "long"], default="wide",
-                   help="wide: one row per model, first column = names (default); long: one "
-                        "row per model-item pair")
+    p.add_argument("--format", choices=("auto", "wide", "long") + RESULTS_FORMATS,
+                   default="auto",
+                   help="auto (default): a tool's files (lm-eval, helm, inspect, eee, "
+                        "py-irt) are detected, any other table is read as wide; wide: one "
+                        "row per model, first column = names; long: one row per model-item "
+                        "pair")
     p.add_argument("--model-col", default="model", help="long format: model column")
     p.add_argument("--item-col", default="item", help="long format: item column")
     p.add_argument("--response-col", default="correct", help="long format: response column")
@@ -358,6 +391,7 @@ def _input_options(p: argparse.ArgumentParser) -> None:
                         "models are named row1..rowN. Without it this layout is detected "
                         "when the first column holds repeated 0/1 responses, and stderr "
                         "says so")
+    add_source_options(p)
 
 
 def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:

@@ -32,7 +32,10 @@ from evalcert.io.tables import check_file, load_json, read_table, table_format
 __all__ = ["FORMATS", "PAIRWISE_COLUMNS", "WINNERS", "parse_label_map", "read_decisions",
            "read_label_counts", "load_audit_input"]
 
-FORMATS = ("auto", "long", "wide", "pairwise")
+FORMATS = ("auto", "long", "wide", "pairwise", "fastchat-pair", "fastchat-single",
+           "alpaca-eval")
+#: the judge-log formats of the tools, read by evalcert.io (FastChat, AlpacaEval)
+TOOL_FORMATS = FORMATS[4:]
 PAIRWISE_COLUMNS = ("question_id", "model_a", "model_b", "winner", "judge")
 #: pairwise ``winner`` values (lower case, stripped) and the label each means
 WINNERS = {"model_a": "a", "a": "a", "model_b": "b", "b": "b", "tie": "tie",
@@ -165,9 +168,11 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
     labels, on_missing, graders :
         As in :func:`evalcert.logic.decisions_from_frame`; ``graders`` selects graders in
         every format (wide: the grader columns).
-    format : {"auto", "long", "wide", "pairwise"}
-        ``auto``: pairwise if the columns include ``model_a, model_b, winner``; long if
-        they include the grader column; wide if they include the item column.
+    format : {"auto", "long", "wide", "pairwise", "fastchat-pair", "fastchat-single", "alpaca-eval"}
+        ``auto``: a FastChat or AlpacaEval judgment file (or folder) is detected by
+        :func:`evalcert.io.detect.detect_format`; else pairwise if the columns include
+        ``model_a, model_b, winner``; long if they include the grader column; wide if they
+        include the item column.
     item_col, grader_col, label_col : str, optional
         Column names when they are not ``item``/``grader``/``label`` (pairwise:
         ``grader_col`` defaults to ``judge`` and ``label_col`` to ``winner``).
@@ -187,6 +192,24 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
     path = Path(path)
     if format not in FORMATS:
         raise InputError(f"format={format!r}; use one of {FORMATS}")
+    if format in TOOL_FORMATS or (format == "auto" and (path.is_dir() or path.suffix.lower()
+                                                          in (".json", ".jsonl"))):
+        from evalcert.io.detect import detect_format, read_judgments
+
+        tool = format if format != "auto" else detect_format(path)
+        if tool in TOOL_FORMATS:
+            if item_col or grader_col or label_col:
+                raise InputError(f"--item-col/--grader-col/--label-col do not apply to {tool} "
+                                 "files: their columns are fixed")
+            frame, source = read_judgments(path, tool)
+            if labels is None and tool != "fastchat-single":
+                labels = PAIRWISE_LABELS
+            return decisions_from_frame(frame, labels=labels, on_missing=on_missing,
+                                        graders=graders, label_map=parse_label_map(label_map),
+                                        source=source)
+        if tool is not None and tool != "arena":   # Arena battles: the pairwise layout below
+            raise InputError(f"{path} holds {tool} data, not judge decisions; read it with "
+                             "evalcert convert or the verb for results")
     frame = read_table(path)
     if table_format(path) in ("jsonl", "json"):
         _same_fields(path)
