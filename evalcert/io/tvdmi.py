@@ -7,7 +7,6 @@ a :class:`evalcert.diagnostics.tvdmi.TVDMIExamples` in memory.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
