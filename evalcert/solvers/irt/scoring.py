@@ -141,7 +141,10 @@ class _Cells:
         lengths = np.diff(self.indptr)[idx]
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         pos = np.repeat(self.indptr[idx] - indptr[:-1], lengths) + np.arange(indptr[-1])
-        return _Cells(self.n_items, indptr=indptr, cols=self.cols[pos], y=self.y[pos])
+        sub = _Cells(self.n_items, indptr=indptr, cols=self.cols[pos], y=self.y[pos])
+        if self._mats is not None:          # rows of the matrices already built
+            sub._mats = tuple(m[idx] for m in self._mats)
+        return sub
 
     def _matrices(self) -> tuple:
         """``(R1, R0, O)``: ones, zeros and observed cells, sparse when few are observed."""
@@ -250,8 +253,9 @@ def _grid(lo: float, hi: float) -> np.ndarray:
 
 
 def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: float,
-           lo: float, hi: float) -> np.ndarray:
-    """Root of the estimating function per model; +-inf when it keeps one sign (ML).
+           lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Root of the estimating function per model (+-inf when it keeps one sign: ML) and
+    the test information there (NaN where the root is infinite).
 
     The estimating function and criterion of every model on a grid are matrix
     products (responses x item curves at the nodes); the down-crossing (+ to -)
@@ -262,13 +266,16 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
     grid = _grid(lo, hi)
     P, Q, d1, d2 = _curves(grid, params)
     pq = d1 / (P * Q)
-    l = cells.dot(np.log(P), np.log(Q))
+    # with no guessing ML's and MAP's estimating functions fall strictly: one crossing,
+    # no criterion needed to choose among several
+    single = method in ("ml", "map") and not params.c.any()
+    l = 0.0 if single else cells.dot(np.log(P), np.log(Q))
     g = cells.dot(d1 / P, -d1 / Q)
     info = J = None
     if method == "wle":
         info, J = cells.obs(pq * d1), cells.obs(pq * d2)
     G, F, _ = _combine(method, grid[None, :], l, g, info, J, mu, sd)
-    G, F = G.T, F.T                          # nodes x models
+    G, F = G.T, np.broadcast_to(F, G.T.shape[::-1]).T         # nodes x models
     down = (G[:-1] > 0) & (G[1:] < 0)        # strict: g underflows to 0 far out
     score = np.where(down, np.maximum(F[:-1], F[1:]), -np.inf)
     cell = np.argmax(score, axis=0)
@@ -280,6 +287,7 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
         theta = np.where(found, left + (right - left) * g0 / (g0 - g1), 0.5 * (left + right))
     theta = np.where((theta > left) & (theta < right), theta, 0.5 * (left + right))
     active = found.copy()
+    info = np.full(n, np.nan)           # I(theta) at the root, for the standard errors
     last = right - left                 # previous step length (rtsafe's safeguard)
     need = "gij" if method == "wle" else "gi"
     for _ in range(200):
@@ -299,6 +307,7 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
         inside = small | ((new > lft) & (new < rgt) & (np.abs(step) <= 0.5 * last[idx]))
         new = np.where(inside & np.isfinite(new), new, 0.5 * (lft + rgt))
         done = small | (rgt - lft <= 1e-12)
+        info[idx] = T["i"]                  # at the last iterate: within 1e-12 of the root
         last[idx] = np.abs(new - t)
         theta[idx], left[idx], right[idx] = new, lft, rgt
         active[idx[done]] = False
@@ -308,7 +317,7 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
                                f"{np.max(right[active] - left[active]):.2g})", solver="scoring",
                                status="max_iter")
     # no down-crossing: the estimating function keeps one sign on the grid
-    return np.where(found, theta, np.where(G[0] > 0, np.inf, -np.inf))
+    return np.where(found, theta, np.where(G[0] > 0, np.inf, -np.inf)), info
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
@@ -436,8 +445,8 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
 
 def _chunks(members: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np.ndarray]:
     """Neighbouring models (sorted by window start) in groups whose joint window stays
-    within about three of their own windows."""
-    width = max(int(np.max(last[members] - first[members])) + 1, 64)
+    within about one and a half of their own windows."""
+    width = max((int(np.max(last[members] - first[members])) + 1) // 2, 32)
     group = (first[members] - first[members[0]]) // width
     cuts = np.flatnonzero(np.diff(group)) + 1
     return [c for part in np.split(members, cuts) for c in np.array_split(
@@ -489,8 +498,10 @@ def score_cells(params: ItemParameters, cells: _Cells, *, method: str = "wle",
     lo, hi = min(b.min(), mu - 6 * sd) - 6.0, max(b.max(), mu + 6 * sd) + 6.0
     if method == "eap":
         return _eap(params, cells, mu, sd, int(n_quad))
-    theta = _solve(method, params, cells, mu, sd, lo, hi)
-    info = cells.terms(np.nan_to_num(theta, posinf=hi, neginf=lo), params, "i")["i"]
+    theta, info = _solve(method, params, cells, mu, sd, lo, hi)
+    if np.isnan(info).any():                # ML at +-inf: I there (0 or tiny)
+        far = np.flatnonzero(np.isnan(info))
+        info[far] = cells.take(far).terms(np.clip(theta[far], lo, hi), params, "i")["i"]
     if method in ("ml", "wle"):
         with np.errstate(divide="ignore"):
             se = np.where(np.isfinite(theta), 1 / np.sqrt(info), np.inf)
