@@ -320,7 +320,7 @@ class CATResult(ResultMixin):
     """Adaptive tests replayed on held-out models, with the error curve against baselines.
 
     ``models``: per model ``{model, items_used, theta, se, predicted_accuracy,
-    actual_accuracy}``; ``curve``: per test length ``{n_items, mae_accuracy,
+    actual_accuracy}``; ``administered``: each model's items in order; ``curve``: per test length ``{n_items, mae_accuracy,
     mae_random, mae_anchors}`` (mean absolute error of the predicted full-bank
     accuracy: adaptive, random items, static information anchors).
 
@@ -337,6 +337,7 @@ class CATResult(ResultMixin):
 
     models: tuple[dict, ...]
     curve: tuple[dict, ...]
+    administered: tuple[tuple[str, ...], ...]
     selection: str
     update: str
     max_items: int
@@ -539,7 +540,10 @@ def simulate_cat(model: Any, Y: Any, *, holdout: float | None = 0.2, max_items: 
                     "theta": float(engine.theta[i]), "se": float(engine.se[i]),
                     "predicted_accuracy": float(predicted[i]),
                     "actual_accuracy": float(actual[i])} for i in range(n))
-    return CATResult(models=models, curve=tuple(curve), selection=selection, update=update,
+    return CATResult(models=models, curve=tuple(curve),
+                     administered=tuple(tuple(p.item_names[j] for j in engine.items[i])
+                                        for i in range(n)),
+                     selection=selection, update=update,
                      max_items=max_items, se_stop=se_stop, delta_stop=delta_stop,
                      randomesque=int(randomesque), max_exposure=max_exposure,
                      item_model=params.model, n_items=int(usable.sum()), n_train=n_train,
