@@ -26,9 +26,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from evalcert.results import format_table  # noqa: E402
-from evalcert.solvers.irt import TwoPL  # noqa: E402
-from evalcert.solvers.irt.cat import simulate_cat  # noqa: E402
-from evalcert.solvers.irt.information import item_parameters  # noqa: E402
+from evalcert.irt import TwoPL  # noqa: E402
+from evalcert.irt.cat import simulate_cat  # noqa: E402
+from evalcert.irt.information import item_parameters  # noqa: E402
 
 
 def main() -> None:

@@ -36,8 +36,8 @@ import numpy as np  # noqa: E402
 
 from bench_irt import parse_shape, run_in_child  # noqa: E402
 from evalcert.results import format_table  # noqa: E402
-from evalcert.solvers.irt.information import ItemParameters  # noqa: E402
-from evalcert.solvers.irt.scoring import score_abilities  # noqa: E402
+from evalcert.irt.information import ItemParameters  # noqa: E402
+from evalcert.irt.scoring import score_abilities  # noqa: E402
 
 SHAPES = ["2pl:1000x200", "2pl:1000x5000", "2pl:1000x5000@0.5"]
 METHODS = ("eap", "map", "wle", "ml")
