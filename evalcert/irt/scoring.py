@@ -246,10 +246,33 @@ def _combine(method: str, theta, l, g, info, J, mu: float, sd: float):
             None if info is None else info + 1 / sd ** 2)
 
 
-def _grid(lo: float, hi: float) -> np.ndarray:
-    """Nodes 0.5 apart on ``[lo, hi]``, then geometrically further out (up to +-64)."""
+def _grid(lo: float, hi: float, step: float = 0.5) -> np.ndarray:
+    """Nodes ``step`` apart on ``[lo, hi]``, then geometrically further out (up to +-64)."""
     far = 2.0 ** np.arange(0, 7)
-    return np.concatenate([lo - far[::-1], np.arange(lo, hi + 0.25, 0.5), hi + far])
+    return np.concatenate([lo - far[::-1], np.arange(lo, hi + step / 2, step), hi + far])
+
+
+def _complete_logistic(cells: _Cells, params: ItemParameters, grid: np.ndarray):
+    """``l, l', I, J`` of every model on the grid for complete Rasch/2PL responses.
+
+    They depend on a model's responses only through ``r = sum_j y_j a_j`` and ``s =
+    sum_j y_j a_j b_j``: ``l' = r - sum_j a_j P_j``, ``l = theta r - s - sum_j log(1 +
+    exp(a_j (theta - b_j)))``, and ``I``, ``J`` are the same for all, so the grid costs
+    items x nodes, not models x items x nodes. A model with every item right (wrong)
+    keeps ``l' > 0`` (``< 0``) exactly, as ``r - sum_j a_j P_j`` need not in floating
+    point far out.
+    """
+    a, b = params.a[:, None], params.b[:, None]
+    x = a * (grid[None, :] - b)
+    s = expit(x)
+    w = s * (1 - s)
+    r, sy = cells.ones(params.a), cells.ones(params.a * params.b)
+    g = r[:, None] - (a * s).sum(axis=0)[None, :]
+    right = cells.dense.sum(axis=1)
+    g[right == params.a.size] = (a * expit(-x)).sum(axis=0)       # sum_j a_j Q_j > 0
+    g[right == 0] = -(a * s).sum(axis=0)                           # -sum_j a_j P_j < 0
+    l = r[:, None] * grid[None, :] - sy[:, None] - _softplus(x).sum(axis=0)[None, :]
+    return l, g, (a * a * w).sum(axis=0)[None, :], (a ** 3 * w * (1 - 2 * s)).sum(axis=0)[None, :]
 
 
 def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: float,
@@ -263,17 +286,21 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
     on the observed cells, bisecting whenever a step leaves the bracket.
     """
     n = cells.n
-    grid = _grid(lo, hi)
-    P, Q, d1, d2 = _curves(grid, params)
-    pq = d1 / (P * Q)
-    # with no guessing ML's and MAP's estimating functions fall strictly: one crossing,
-    # no criterion needed to choose among several
-    single = method in ("ml", "map") and not params.c.any()
-    l = 0.0 if single else cells.dot(np.log(P), np.log(Q))
-    g = cells.dot(d1 / P, -d1 / Q)
-    info = J = None
-    if method == "wle":
-        info, J = cells.obs(pq * d1), cells.obs(pq * d2)
+    if cells.dense is not None and not params.c.any():
+        grid = _grid(lo, hi, 0.1)
+        l, g, info, J = _complete_logistic(cells, params, grid)
+    else:
+        grid = _grid(lo, hi)
+        P, Q, d1, d2 = _curves(grid, params)
+        pq = d1 / (P * Q)
+        # with no guessing ML's and MAP's estimating functions fall strictly: one crossing,
+        # no criterion needed to choose among several
+        single = method in ("ml", "map") and not params.c.any()
+        l = 0.0 if single else cells.dot(np.log(P), np.log(Q))
+        g = cells.dot(d1 / P, -d1 / Q)
+        info = J = None
+        if method == "wle":
+            info, J = cells.obs(pq * d1), cells.obs(pq * d2)
     G, F, _ = _combine(method, grid[None, :], l, g, info, J, mu, sd)
     G, F = G.T, np.broadcast_to(F, G.T.shape[::-1]).T         # nodes x models
     down = (G[:-1] > 0) & (G[1:] < 0)        # strict: g underflows to 0 far out
