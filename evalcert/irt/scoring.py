@@ -120,16 +120,42 @@ class _Cells:
         if dense is not None:
             self.n, self.complete = dense.shape[0], True
         else:
-            self.indptr, self.cols, self.y = indptr, cols, y
-            self.n = indptr.size - 1
-            self.rows = np.repeat(np.arange(self.n), np.diff(indptr))
+            self._cells = None if indptr is None else (indptr, cols, y)
+            self.n = -1 if indptr is None else indptr.size - 1
             self.complete = False
         self._mats: tuple | None = None
+        self._rows: np.ndarray | None = None
+
+    def _cell_arrays(self) -> tuple:
+        """``(indptr, cols, y)``, built from the dense matrices on first use."""
+        if self._cells is None:
+            R1, _, O = self._mats
+            rows, cols = np.nonzero(O)
+            indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(O, axis=1))])
+            self._cells = (indptr.astype(np.int64), cols, R1[rows, cols])
+        return self._cells
+
+    indptr = property(lambda self: self._cell_arrays()[0])
+    cols = property(lambda self: self._cell_arrays()[1])
+    y = property(lambda self: self._cell_arrays()[2])
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The model of each observed cell."""
+        if self._rows is None:
+            self._rows = np.repeat(np.arange(self.n), np.diff(self.indptr))
+        return self._rows
 
     @classmethod
     def from_dense(cls, Y: np.ndarray, O: np.ndarray) -> "_Cells":
         if O.all():
             return cls(Y.shape[1], dense=np.asarray(Y, float))
+        if np.count_nonzero(O) >= _SPARSE_BELOW * O.size:
+            # dense products straight from the arrays; the cell list only if Newton needs it
+            cells = cls(Y.shape[1])
+            R1, Of = np.where(O, Y, 0.0), O.astype(float)
+            cells._mats, cells.n = (R1, Of - R1, Of), Y.shape[0]
+            return cells
         rows, cols = np.nonzero(O)
         indptr = np.concatenate([[0], np.cumsum(O.sum(axis=1))]).astype(np.int64)
         return cls(Y.shape[1], indptr=indptr, cols=cols, y=np.asarray(Y, float)[rows, cols])
@@ -179,6 +205,8 @@ class _Cells:
         """``sum_j O_ij y_ij v_j`` per model."""
         if self.dense is not None:
             return self.dense @ v
+        if self._mats is not None and isinstance(self._mats[0], np.ndarray):
+            return self._mats[0] @ v
         return np.bincount(self.rows, weights=self.y * v[self.cols], minlength=self.n)
 
     def terms(self, theta: np.ndarray, params: ItemParameters, need: str = "lgij"
@@ -373,6 +401,8 @@ class _LogLikGrid:
     def __init__(self, cells: _Cells, params: ItemParameters):
         self.cells, self.params = cells, params
         self.logistic = bool(np.all(params.c == 0))
+        if not cells.complete:
+            cells._matrices()               # once: every group of models takes its rows
         if self.logistic:
             self.r = cells.ones(params.a)
             self.s = cells.ones(params.a * params.b)
@@ -386,11 +416,16 @@ class _LogLikGrid:
         return np.log(P), np.log(Q)
 
     def __call__(self, idx: np.ndarray, nodes: np.ndarray, mats: tuple) -> np.ndarray:
+        if self.cells.complete:
+            if self.logistic:
+                rest = mats[0].sum(axis=0)[None, :]
+                return self.r[idx, None] * nodes[None, :] - self.s[idx, None] - rest
+            return self.cells.take(idx).dot(mats[0], mats[1])
+        R1, R0, O = self.cells._matrices()
         if self.logistic:
-            rest = (mats[0].sum(axis=0)[None, :] if self.cells.complete
-                    else self.cells.take(idx).obs(mats[0]))
+            rest = np.asarray(O[idx] @ mats[0])
             return self.r[idx, None] * nodes[None, :] - self.s[idx, None] - rest
-        return self.cells.take(idx).dot(mats[0], mats[1])
+        return np.asarray(R1[idx] @ mats[0]) + np.asarray(R0[idx] @ mats[1])
 
 
 def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
