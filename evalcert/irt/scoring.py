@@ -59,7 +59,7 @@ __all__ = ["ScoreResult", "score_models", "score_responses", "score_abilities",
            "SCORING_METHODS"]
 
 SCORING_METHODS = ("ml", "wle", "map", "eap")
-_CELLS = 1 << 22        # cells (or items x nodes) evaluated per block
+_CELLS = 1 << 21        # cells (or items x nodes) evaluated per block
 _SPARSE_BELOW = 0.25    # observed share below which responses stay a sparse matrix
 _RATIO = 1.2            # a fixed-grid EAP is accepted when posterior sd >= _RATIO x spacing
 _TAIL = 8.0             # ... and its mean lies _TAIL posterior sds inside the grid
@@ -437,7 +437,7 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
     posterior the trapezoid rule's relative error is then below ``2 exp(-2 pi^2
     _RATIO^2) = 9e-13`` (Poisson summation) and the mass cut off below ``1e-15``.
     The others move, in groups of neighbouring models, to a grid ``2^k`` times finer
-    (``h <= sd_hat / 1.5``, ``sd_hat`` from the log-posterior's curvature at its
+    (``h <= sd_hat / 2``, ``sd_hat`` from the log-posterior's curvature at its
     best node) on a window of ``+-((_TAIL + 1) sd_hat + h)`` around it, and are
     checked again.
     """
@@ -492,7 +492,7 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
                 # a resolved posterior that did not fit: at least double the window
                 half = np.where(resolved, np.maximum(half, (last[chunk] - first[chunk] + 1) * h),
                                 half)
-                new = np.maximum(lev, np.ceil(np.log2(1.5 * h0 / s_hat))).astype(np.int64)
+                new = np.maximum(lev, np.ceil(np.log2(2 * h0 / s_hat))).astype(np.int64)
                 hn = h0 / 2.0 ** new
                 idx = chunk[bad]
                 level[idx] = new[bad]
