@@ -63,6 +63,7 @@ _CELLS = 1 << 21        # cells (or items x nodes) evaluated per block
 _SPARSE_BELOW = 0.25    # observed share below which responses stay a sparse matrix
 _RATIO = 1.2            # a fixed-grid EAP is accepted when posterior sd >= _RATIO x spacing
 _TAIL = 8.0             # ... and its mean lies _TAIL posterior sds inside the grid
+_FINER = 1.5            # a too-coarse grid is refined 1.5^k-fold
 
 
 @dataclasses.dataclass(frozen=True)
@@ -436,8 +437,8 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
     ``_RATIO h`` and its mean lies ``_TAIL`` posterior sds inside the grid: for a normal
     posterior the trapezoid rule's relative error is then below ``2 exp(-2 pi^2
     _RATIO^2) = 9e-13`` (Poisson summation) and the mass cut off below ``1e-15``.
-    The others move, in groups of neighbouring models, to a grid ``2^k`` times finer
-    (``h <= sd_hat / 2``, ``sd_hat`` from the log-posterior's curvature at its
+    The others move, in groups of neighbouring models, to a grid ``1.5^k`` times finer
+    (``h <= sd_hat / 1.5``, ``sd_hat`` from the log-posterior's curvature at its
     best node) on a window of ``+-((_TAIL + 1) sd_hat + h)`` around it, and are
     checked again.
     """
@@ -456,7 +457,7 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
         for lev in np.unique(level[pending]):
             members = pending[level[pending] == lev]
             members = members[np.argsort(first[members], kind="stable")]
-            h = h0 / 2.0 ** lev
+            h = h0 / _FINER ** lev
             a, b = first[members].min(), last[members].max()
             chunks = _chunks(members, first, last)
             # item curves on the union of the windows once, unless the chunks cover less
@@ -492,8 +493,9 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
                 # a resolved posterior that did not fit: at least double the window
                 half = np.where(resolved, np.maximum(half, (last[chunk] - first[chunk] + 1) * h),
                                 half)
-                new = np.maximum(lev, np.ceil(np.log2(2 * h0 / s_hat))).astype(np.int64)
-                hn = h0 / 2.0 ** new
+                new = np.maximum(lev, np.ceil(np.log(1.5 * h0 / s_hat) / np.log(_FINER))
+                                 ).astype(np.int64)
+                hn = h0 / _FINER ** new
                 idx = chunk[bad]
                 level[idx] = new[bad]
                 first[idx] = np.floor((centre[bad] - half[bad] - lo) / hn[bad]).astype(np.int64)
@@ -501,7 +503,7 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
                 retry.append(idx)
         pending = np.concatenate(retry) if retry else np.array([], np.int64)
     raise ConvergenceError(f"eap scoring: {pending.size} posteriors not resolved by grids "
-                           f"down to spacing {h0 / 2.0 ** level[pending].max():.2g}",
+                           f"down to spacing {h0 / _FINER ** level[pending].max():.2g}",
                            solver="scoring", status="max_iter")
 
 
