@@ -281,7 +281,26 @@ def _grid(lo: float, hi: float, step: float = 0.5) -> np.ndarray:
     return np.concatenate([lo - far[::-1], np.arange(lo, hi + step / 2, step), hi + far])
 
 
-def _complete_logistic(cells: _Cells, params: ItemParameters, grid: np.ndarray):
+def _hermite_root(x0, x1, g0, g1, d0, d1, start):
+    """Root in ``(x0, x1)`` of the cubic Hermite interpolant of values ``g`` and slopes
+    ``d`` at the ends (8 Newton steps on the cubic from ``start``; ``start`` where they
+    leave the bracket)."""
+    h = x1 - x0
+    t = (start - x0) / h
+    for _ in range(8):
+        t2, t3 = t * t, t * t * t
+        p = ((2 * t3 - 3 * t2 + 1) * g0 + (t3 - 2 * t2 + t) * h * d0
+             + (-2 * t3 + 3 * t2) * g1 + (t3 - t2) * h * d1)
+        dp = ((6 * t2 - 6 * t) * g0 + (3 * t2 - 4 * t + 1) * h * d0
+              + (-6 * t2 + 6 * t) * g1 + (3 * t2 - 2 * t) * h * d1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.clip(t - p / dp, 0.0, 1.0)
+    root = x0 + t * h
+    return np.where(np.isfinite(root) & (root > x0) & (root < x1), root, start)
+
+
+def _complete_logistic(cells: _Cells, params: ItemParameters, grid: np.ndarray,
+                       need_l: bool = True):
     """``l, l', I, J`` of every model on the grid for complete Rasch/2PL responses.
 
     They depend on a model's responses only through ``r = sum_j y_j a_j`` and ``s =
@@ -300,7 +319,8 @@ def _complete_logistic(cells: _Cells, params: ItemParameters, grid: np.ndarray):
     right = cells.dense.sum(axis=1)
     g[right == params.a.size] = (a * expit(-x)).sum(axis=0)       # sum_j a_j Q_j > 0
     g[right == 0] = -(a * s).sum(axis=0)                           # -sum_j a_j P_j < 0
-    l = r[:, None] * grid[None, :] - sy[:, None] - _softplus(x).sum(axis=0)[None, :]
+    l = (r[:, None] * grid[None, :] - sy[:, None] - _softplus(x).sum(axis=0)[None, :]
+         if need_l else 0.0)
     return l, g, (a * a * w).sum(axis=0)[None, :], (a ** 3 * w * (1 - 2 * s)).sum(axis=0)[None, :]
 
 
@@ -315,33 +335,43 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
     on the observed cells, bisecting whenever a step leaves the bracket.
     """
     n = cells.n
+    # with no guessing ML's and MAP's estimating functions fall strictly: one crossing,
+    # no criterion needed to choose among several
+    single = method in ("ml", "map") and not params.c.any()
     if cells.dense is not None and not params.c.any():
         grid = _grid(lo, hi, 0.1)
-        l, g, info, J = _complete_logistic(cells, params, grid)
+        l, g, info, J = _complete_logistic(cells, params, grid, need_l=not single)
     else:
         grid = _grid(lo, hi)
         P, Q, d1, d2 = _curves(grid, params)
         pq = d1 / (P * Q)
-        # with no guessing ML's and MAP's estimating functions fall strictly: one crossing,
-        # no criterion needed to choose among several
-        single = method in ("ml", "map") and not params.c.any()
         l = 0.0 if single else cells.dot(np.log(P), np.log(Q))
         g = cells.dot(d1 / P, -d1 / Q)
         info = J = None
         if method == "wle":
             info, J = cells.obs(pq * d1), cells.obs(pq * d2)
     G, F, _ = _combine(method, grid[None, :], l, g, info, J, mu, sd)
-    G, F = G.T, np.broadcast_to(F, G.T.shape[::-1]).T         # nodes x models
-    down = (G[:-1] > 0) & (G[1:] < 0)        # strict: g underflows to 0 far out
-    score = np.where(down, np.maximum(F[:-1], F[1:]), -np.inf)
-    cell = np.argmax(score, axis=0)
-    found = down[cell, np.arange(n)]
+    G = G.T                                  # nodes x models
     cols = np.arange(n)
+    if single:                               # falling: the crossing precedes the first g < 0
+        cell = np.clip(np.argmax(G < 0, axis=0) - 1, 0, grid.size - 2)
+        found = (G[cell, cols] > 0) & (G[cell + 1, cols] < 0)
+    else:
+        F = np.broadcast_to(F, G.T.shape).T
+        down = (G[:-1] > 0) & (G[1:] < 0)        # strict: g underflows to 0 far out
+        score = np.where(down, np.maximum(F[:-1], F[1:]), -np.inf)
+        cell = np.argmax(score, axis=0)
+        found = down[cell, cols]
     left, right = grid[cell].copy(), grid[cell + 1].copy()
     g0, g1 = G[cell, cols], G[cell + 1, cols]
     with np.errstate(divide="ignore", invalid="ignore"):    # regula falsi start
         theta = np.where(found, left + (right - left) * g0 / (g0 - g1), 0.5 * (left + right))
     theta = np.where((theta > left) & (theta < right), theta, 0.5 * (left + right))
+    if info is not None and method in ("ml", "map"):
+        # complete Rasch/2PL: l'' = -I is known on the grid, so the root of the cubic
+        # Hermite interpolant of l' starts Fisher scoring ~h^4 from the root
+        slope = -(info[0] + (1 / sd ** 2 if method == "map" else 0.0))
+        theta = _hermite_root(left, right, g0, g1, slope[cell], slope[cell + 1], theta)
     active = found.copy()
     info = np.full(n, np.nan)           # I(theta) at the root, for the standard errors
     last = right - left                 # previous step length (rtsafe's safeguard)
