@@ -63,8 +63,8 @@ def runners(a: np.ndarray, b: np.ndarray, method: str) -> dict:
 
     def evalcert_run(Y):
         obs = ~np.isnan(Y)
-        return score_abilities(params, np.nan_to_num(Y), obs, method=method,
-                               prior=(0.0, 1.0))[0]
+        return score_abilities(params, Y if obs.all() else np.where(obs, Y, 0.0), obs,
+                               method=method, prior=(0.0, 1.0))[0]
 
     def mirt_run(Y):
         from mirt import fscores
