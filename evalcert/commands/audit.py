@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalcert.commands._args import int_range, nonnegative_int
+from evalcert.commands._args import add_output_flags, int_range, nonnegative_int
 
 __all__ = ["register", "run"]
 
@@ -110,7 +110,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="per-label spec checked under M=1, e.g. a=0.6,b=0.6,tie=0.3")
     parser.add_argument("--grade", default=None,
                         help="overall-accuracy spec checked under M=1 (App. D), e.g. 0.7")
-    parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    add_output_flags(parser)
     parser.add_argument("--swapped", action="store_true",
                         help="pairwise logs: merge each comparison shown as A/B and B/A into "
                              "one item judged by <judge>/ab and <judge>/ba, and report each "

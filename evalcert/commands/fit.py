@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
+from evalcert.commands._args import add_output_flags, float_range
 
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
 SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos", "qpsolvers-piqp",
@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="backend (default native; osqp..ecos go through CVXPY, qpsolvers-* "
                         "through qpsolvers)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 
@@ -43,7 +43,10 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs({"--json": args.json}, inputs=[args.scores], force=args.force)
     check_qp_backend(args.solver)
-    S = read_scores(args.scores, format=args.format)
+    from evalcert.progress import heartbeat
+
+    with heartbeat(f"reading {args.scores}"):                 # says so past 3 s
+        S = read_scores(args.scores, format=args.format)
     model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
     print(model.result_.summary())
     if args.json:

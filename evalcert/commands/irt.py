@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from pathlib import Path
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_float,
+from evalcert.commands._args import (PLOT_SUFFIXES, add_output_flags, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
                                      positive_float, positive_int, probability)
 from evalcert.errors import InputError
@@ -67,12 +68,15 @@ def _flag(name: str) -> str:
 # -- reading and options ----------------------------------------------------------------------
 def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = None):
     from evalcert.io.responses import read_responses
+    from evalcert.progress import heartbeat
 
-    table = read_responses(path or args.responses, format=args.format,
-                           kind=kind or KINDS.get(args.model, "binary"),
-                           header=not args.no_header, transpose=args.transpose,
-                           model_col=args.model_col, item_col=args.item_col,
-                           response_col=args.response_col)
+    with heartbeat(f"reading {path or args.responses}"):     # says so past 3 s
+        table = read_responses(path or args.responses, format=args.format,
+                               kind=kind or KINDS.get(args.model, "binary"),
+                               header=not args.no_header, transpose=args.transpose,
+                               model_col=args.model_col, item_col=args.item_col,
+                               response_col=args.response_col,
+                               names=False if args.no_names else None)
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
 
@@ -149,6 +153,8 @@ def _estimator(args: argparse.Namespace):
 def _load_embeddings(path: str):
     import numpy as np
 
+    from evalcert.io.tables import check_file
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -165,6 +171,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
     out_dir = getattr(args, "out_dir", None)
     if out_dir:
         folder = Path(out_dir)
+        if folder.is_symlink():
+            if not args.follow_symlinks:
+                raise InputError(f"--out-dir {folder} is a symbolic link; evalcert does not "
+                                 "write through links: give the folder itself, or pass "
+                                 "--follow-symlinks")
+            folder = Path(os.path.realpath(folder))
         if folder.exists() and not folder.is_dir():
             raise InputError(f"--out-dir {folder} is a file; give a folder")
         if not folder.parent.is_dir():
@@ -177,8 +189,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
         for name in names:
             paths[f"--out-dir ({name})"] = str(folder / name)
             suffixes[f"--out-dir ({name})"] = (Path(name).suffix,)
-    check_outputs({k: v for k, v in paths.items() if v}, inputs=inputs, force=args.force,
-                  suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    members = {k for k in paths if k.startswith("--out-dir")}
+    check_outputs({k: v for k, v in paths.items() if v and k not in members}, inputs=inputs,
+                  force=args.force, suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    if members:
+        check_outputs({k: paths[k] for k in members}, inputs=inputs, force=args.force,
+                      suffixes={k: suffixes[k] for k in members}, within=folder)
     return paths
 
 
@@ -370,6 +386,12 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-header", action="store_true",
                    help="wide CSV with neither a header row nor a name column (models and "
                         "items are numbered)")
+    p.add_argument("--no-names", action="store_true",
+                   help="wide file with a header row of item names but no model-name column "
+                        "(LSAT6/LSAT7 as usually distributed): every column is an item, "
+                        "models are named row1..rowN. Without it this layout is detected "
+                        "when the first column holds repeated 0/1 responses, and stderr "
+                        "says so")
 
 
 def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
@@ -423,7 +445,7 @@ def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
                        help="write models.csv and items.csv (estimates with SEs) there")
     if plot:
         p.add_argument("--plot", default=None, metavar="FIG.png", help=plot)
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(p)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -8,7 +8,9 @@ JSON list of records), so broken files are refused the same way everywhere. Form
 * ``wide`` -- ``item`` plus one column per grader; an empty cell is a skipped decision;
 * ``pairwise`` -- MT-Bench / Chatbot-Arena judgments ``question_id, model_a, model_b,
   winner, judge`` (optional ``turn``). The item is the comparison
-  ``question_id|model_a|model_b[|turn]`` (question ids repeat across pairs), the grader is
+  ``question_id|model_a|model_b[|turn]`` (question ids repeat across pairs; a ``|`` or
+  ``\\`` inside a part is written ``\\|`` or ``\\\\``, so distinct comparisons keep
+  distinct names), the grader is
   the judge, and ``winner`` maps to ``a``, ``b`` or ``tie`` (``model_a``, ``model_b``,
   ``tie``, ``tie (bothbad)``, ...). Any other winner is counted as unparseable and treated
   as a skipped decision, never guessed.
@@ -19,14 +21,13 @@ Label-count summaries are JSON objects ``{grader: {label: count}}`` (or
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evalcert.errors import InputError
 from evalcert.logic.summaries import (Decisions, LabelCounts, decisions_from_frame,
                                       label_counts)
-from evalcert.io.tables import read_table, table_format
+from evalcert.io.tables import check_file, load_json, read_table, table_format
 
 __all__ = ["FORMATS", "PAIRWISE_COLUMNS", "WINNERS", "parse_label_map", "read_decisions",
            "read_label_counts", "load_audit_input"]
@@ -71,10 +72,12 @@ def _strict_json(path: Path) -> Any:
                              "grader and label once (a JSON reader would keep only the last)")
         return dict(pairs)
 
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=no_duplicates)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read label-count JSON {path}: {exc}") from None
+    return load_json(path, text, object_pairs_hook=no_duplicates)
 
 
 def read_label_counts(path: str | Path, labels: Sequence[str] | str | None = None) -> LabelCounts:
@@ -120,9 +123,13 @@ def _pairwise(path: Path, frame: Any, grader_col: str | None, label_col: str | N
     parts = [frame["question_id"], frame["model_a"], frame["model_b"]]
     if "turn" in frame.columns:
         parts.append(frame["turn"])
-    item = parts[0].str.strip()
-    for p in parts[1:]:
-        item = item + "|" + p.str.strip()
+    # the parts are joined with "|", each with "\\" and "|" escaped first, so two different
+    # comparisons never get one name ("q|1", "a", "b" vs "q", "1|a", "b")
+    escaped = [p.str.strip().str.replace("\\", "\\\\", regex=False)
+               .str.replace("|", "\\|", regex=False) for p in parts]
+    item = escaped[0]
+    for p in escaped[1:]:
+        item = item + "|" + p
     raw = frame[winner].str.strip()
     if label_map:
         raw = raw.map(lambda v: label_map.get(v, v))
@@ -135,11 +142,8 @@ def _pairwise(path: Path, frame: Any, grader_col: str | None, label_col: str | N
 
 def _same_fields(path: Path) -> None:
     """Refuse JSON records with different field sets (mixed formats in one file)."""
-    text = path.read_text(encoding="utf-8")
-    if table_format(path) == "jsonl":
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        records = json.loads(text)
+    records = load_json(path, path.read_text(encoding="utf-8"),
+                        lines=table_format(path) == "jsonl")
     first = set(records[0])
     for k, rec in enumerate(records[1:], start=2):
         if set(rec) != first:
@@ -210,8 +214,15 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
         if blank:
             raise InputError(f"{path}: graders {blank} decided none of the {len(frame)} items "
                              "(empty columns); drop them (--graders) or fix the file")
-        long = frame.melt(id_vars=icol, value_vars=cols, var_name="grader", value_name="label")
-        long = long.rename(columns={icol: "item"})
+        if {"grader", "label"} <= set(cols):
+            raise InputError(f"{path}: --format wide, but the columns {list(frame.columns)[:8]} "
+                             "look like a long table (one row per decision: item, grader, "
+                             "label); use --format long (or auto)")
+        # melt into names no column can have, then rename: a grader column named
+        # "label" or "grader" must not collide with them
+        long = frame[[icol, *cols]].melt(id_vars=icol, value_vars=cols,
+                                         var_name="\0grader", value_name="\0label")
+        long = long.rename(columns={icol: "item", "\0grader": "grader", "\0label": "label"})
         long = long[long["label"].str.strip() != ""]  # an empty cell is a skipped decision
     else:
         names = {item_col or "item": "item", grader_col or "grader": "grader",

@@ -46,6 +46,15 @@ def _scan_parquet(path: Path, names: dict[str, str], bounds: tuple[float, float]
         # pages: no Python string, nor Arrow string, per row
         data = ds.dataset(path, format=ds.ParquetFileFormat(read_options=ds.ParquetReadOptions(
             dictionary_columns=[names["agent"], names["item"]])))
+        for part in data.files:                # not a FIFO or device: it could block forever
+            check_file(Path(part))
+        for fragment in data.get_fragments():  # a part without a column would read as nulls
+            lacks = [c for c in names.values() if c not in fragment.physical_schema.names]
+            if lacks:
+                raise InputError(f"{fragment.path}: lacks column(s) {lacks} that the other "
+                                 f"parts of {path} have (found "
+                                 f"{fragment.physical_schema.names[:8]}); its rows would read "
+                                 "as missing: fix or remove that file")
         found = data.schema.names
         missing = [c for c in names.values() if c not in found]
         if missing:
