@@ -1,4 +1,4 @@
-"""``evalcert irt fit|holdout|score|itemfit|compare|anchors``: IRT on a response file.
+"""``evalcert irt fit|holdout|score|itemfit|compare|anchors|cat``: IRT on a response file.
 
 Every verb reads its file through :func:`evalcert.io.responses.read_responses`
 (wide or long; a missing header row, duplicate names and non-0/1 cells are
@@ -370,6 +370,40 @@ def _anchors(args: argparse.Namespace) -> int:
     return _finish(args, res, plot)
 
 
+def _cat(args: argparse.Namespace) -> int:
+    from evalcert.irt.cat import simulate_cat
+
+    if args.model not in ("rasch", "2pl", "3pl"):
+        raise InputError(f"adaptive testing needs item curves: use --model rasch, 2pl or 3pl, "
+                         f"not {args.model}")
+    if args.items and args.holdout is not None:
+        raise InputError("--holdout splits the response file to calibrate a bank; with "
+                         "--items every model of the file is tested: drop one of them")
+    if not args.items and (args.prior_mean is not None or args.prior_sd is not None):
+        raise InputError("--prior-mean/--prior-sd apply with --items; a fit uses its own "
+                         "ability distribution")
+    prior, holdout = None, None
+    if args.items:
+        from evalcert.io.irt_tables import read_item_table
+
+        _outputs(args, [args.items, args.responses])
+        bank, prior = read_item_table(args.items)
+        prior = (prior[0] if args.prior_mean is None else args.prior_mean,
+                 prior[1] if args.prior_sd is None else args.prior_sd)
+    else:
+        bank = _estimator(args)
+        _outputs(args, [args.responses])
+        holdout = 0.2 if args.holdout is None else args.holdout
+    table = _read(args, kind="binary")
+    res = simulate_cat(bank, table, holdout=holdout, max_items=args.max_items,
+                       se_stop=args.se_stop, delta_stop=args.delta_stop,
+                       selection=args.selection, update=args.update,
+                       randomesque=args.randomesque, max_exposure=args.max_exposure,
+                       prior=prior, seed=args.seed)
+    print(res.summary())
+    return _finish(args, res)
+
+
 # -- parser -------------------------------------------------------------------------------------
 def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("auto", "wide", "long") + RESULTS_FORMATS,
@@ -430,6 +464,13 @@ def _floor(text: str) -> float:
     return value
 
 
+def _exposure(text: str) -> float:
+    value = probability(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
+
+
 def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
                     out_dir: bool = False) -> None:
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the result as JSON")
@@ -442,7 +483,7 @@ def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``irt fit|holdout|score|itemfit|compare|anchors``."""
+    """Add ``irt fit|holdout|score|itemfit|compare|anchors|cat``."""
     irt = subparsers.add_parser("irt", help="fit IRT models (Rasch, 2PL, 3PL, graded, factor, "
                                             "Beta, JE)")
     verbs = irt.add_subparsers(dest="irt_command", metavar="VERB")
@@ -517,3 +558,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0)
     _output_options(p, plot="estimated vs true accuracy of the held-out models")
     p.set_defaults(func=_quiet(_anchors))
+
+    p = verbs.add_parser("cat", help="computerised adaptive testing: replay held-out models, "
+                                     "error against items used vs random items and anchors")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    _model_options(p)
+    p.add_argument("--items", default=None, metavar="ITEMS.csv",
+                   help="a bank written by `irt fit --out-dir` (rasch, 2pl or 3pl): test "
+                        "every model of the response file on it (no fit, no holdout)")
+    p.add_argument("--holdout", type=open_probability, default=None,
+                   help="share of models held out and tested, the rest calibrate the bank "
+                        "(default 0.2)")
+    p.add_argument("--max-items", type=positive_int, default=50,
+                   help="stop after this many items (default 50)")
+    p.add_argument("--se-stop", type=positive_float, default=None,
+                   help="stop once the ability's standard error is at most this")
+    p.add_argument("--delta-stop", type=positive_float, default=None,
+                   help="stop once the ability moves less than this after an item")
+    p.add_argument("--selection", choices=["mfi", "kl", "random", "astrat"], default="mfi",
+                   help="next item: maximum Fisher information (default), posterior-weighted "
+                        "Kullback-Leibler, random, or a-stratified")
+    p.add_argument("--update", choices=["eap", "map"], default="eap",
+                   help="ability after each item (default eap)")
+    p.add_argument("--randomesque", type=positive_int, default=1,
+                   help="exposure control: draw among this many best items (default 1)")
+    p.add_argument("--max-exposure", type=_exposure, default=None,
+                   help="exposure control: give an item to at most this share of the models")
+    p.add_argument("--prior-mean", type=finite_float, default=None,
+                   help="with --items: ability prior mean (default: the item file's)")
+    p.add_argument("--prior-sd", type=positive_float, default=None,
+                   help="with --items: ability prior sd (default: the item file's)")
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    _output_options(p)
+    p.set_defaults(func=_quiet(_cat))
