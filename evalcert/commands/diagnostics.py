@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import (HTML_SUFFIXES, OUTPUT_FLAGS_HELP, PLOT_SUFFIXES,
-                                     add_html_option, float_range, fraction,
+from evalcert.commands._args import (HTML_SUFFIXES, PLOT_SUFFIXES, add_html_option,
+                                     add_output_flags, float_range, fraction,
                                      int_range, nonnegative_int, open_probability,
                                      positive_int)
 from evalcert.errors import InputError
@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                    "(.png, .pdf, .svg, ...)")
     curl.add_argument("--json", default=None, help="write the result as JSON here")
     add_html_option(curl)
-    curl.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(curl)
     curl.set_defaults(func=run_curl)
 
     experiment = subparsers.add_parser(
@@ -98,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="stop at the first failed sparse fit (default: record it, count "
                              "it in the summary and JSON, report it on stderr, go on)")
     sparse.add_argument("--json", default=None, help="write the result as JSON here")
-    sparse.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(sparse)
     sparse.set_defaults(func=run_sparse_recovery)
 
 

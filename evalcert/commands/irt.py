@@ -1,4 +1,4 @@
-"""``evalcert irt fit|holdout|score|itemfit|compare|anchors``: IRT on a response file.
+"""``evalcert irt fit|holdout|score|itemfit|compare|anchors|cat``: IRT on a response file.
 
 Every verb reads its file through :func:`evalcert.io.responses.read_responses`
 (wide or long; a missing header row, duplicate names and non-0/1 cells are
@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from pathlib import Path
 
-from evalcert.commands._args import (HTML_SUFFIXES, OUTPUT_FLAGS_HELP, PLOT_SUFFIXES,
-                                     add_html_option, finite_float,
+from evalcert.commands._args import (HTML_SUFFIXES, PLOT_SUFFIXES, add_html_option,
+                                     add_output_flags, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
                                      positive_float, positive_int, probability)
+from evalcert.commands._sources import RESULTS_FORMATS, add_source_options
 from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
@@ -68,15 +70,48 @@ def _flag(name: str) -> str:
 # -- reading and options ----------------------------------------------------------------------
 def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = None):
     from evalcert.io.responses import read_responses
+    from evalcert.progress import heartbeat
 
-    table = read_responses(path or args.responses, format=args.format,
-                           kind=kind or KINDS.get(args.model, "binary"),
-                           header=not args.no_header, transpose=args.transpose,
-                           model_col=args.model_col, item_col=args.item_col,
-                           response_col=args.response_col)
+    path = path or args.responses
+    fmt = args.format
+    if fmt not in ("wide", "long"):
+        from evalcert.io.detect import detect_format, kind_of
+
+        tool = detect_format(path) if fmt == "auto" else fmt
+        if tool is not None and kind_of(tool) != "results":
+            raise InputError(f"{path} holds {tool} {kind_of(tool)}, not per-item responses; "
+                             "IRT reads results (lm-eval, helm, inspect, eee, py-irt)")
+        if tool is not None:
+            return _read_tool(args, path, tool, kind or KINDS.get(args.model, "binary"))
+        fmt = "wide"
+    with heartbeat(f"reading {path}"):                       # says so past 3 s
+        table = read_responses(path, format=fmt,
+                               kind=kind or KINDS.get(args.model, "binary"),
+                               header=not args.no_header, transpose=args.transpose,
+                               model_col=args.model_col, item_col=args.item_col,
+                               response_col=args.response_col,
+                               names=False if args.no_names else None)
     args.read_description = table.describe()
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
+
+
+def _read_tool(args: argparse.Namespace, path: str, tool: str, kind: str):
+    """A tool's results (lm-eval, HELM, Inspect, EEE, py-irt) as a response table."""
+    from evalcert.commands._sources import source_options
+    from evalcert.io.detect import read_results
+    from evalcert.io.responses import responses_from_long
+
+    if args.format == "auto":
+        print(f"evalcert: {path}: read as {tool} (detected; pick --format to change)",
+              file=sys.stderr)
+    read = read_results(path, tool, **source_options(args))
+    print(f"evalcert: {read.summary()}".replace("\n", "\nevalcert: "), file=sys.stderr)
+    args.read_description = read.summary().replace("\n", "; ")
+    long = read.to_long()
+    table = responses_from_long(long, model_col="model", item_col="item", response_col="score",
+                                kind=kind, where=str(path)).table
+    return table
 
 
 @contextlib.contextmanager
@@ -151,6 +186,8 @@ def _estimator(args: argparse.Namespace):
 def _load_embeddings(path: str):
     import numpy as np
 
+    from evalcert.io.tables import check_file
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -168,6 +205,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
     out_dir = getattr(args, "out_dir", None)
     if out_dir:
         folder = Path(out_dir)
+        if folder.is_symlink():
+            if not args.follow_symlinks:
+                raise InputError(f"--out-dir {folder} is a symbolic link; evalcert does not "
+                                 "write through links: give the folder itself, or pass "
+                                 "--follow-symlinks")
+            folder = Path(os.path.realpath(folder))
         if folder.exists() and not folder.is_dir():
             raise InputError(f"--out-dir {folder} is a file; give a folder")
         if not folder.parent.is_dir():
@@ -180,8 +223,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
         for name in names:
             paths[f"--out-dir ({name})"] = str(folder / name)
             suffixes[f"--out-dir ({name})"] = (Path(name).suffix,)
-    check_outputs({k: v for k, v in paths.items() if v}, inputs=inputs, force=args.force,
-                  suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    members = {k for k in paths if k.startswith("--out-dir")}
+    check_outputs({k: v for k, v in paths.items() if v and k not in members}, inputs=inputs,
+                  force=args.force, suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    if members:
+        check_outputs({k: paths[k] for k in members}, inputs=inputs, force=args.force,
+                      suffixes={k: suffixes[k] for k in members}, within=folder)
     return paths
 
 
@@ -335,11 +382,48 @@ def _anchors(args: argparse.Namespace) -> int:
     return _finish(args, res, plot)
 
 
+def _cat(args: argparse.Namespace) -> int:
+    from evalcert.irt.cat import simulate_cat
+
+    if args.model not in ("rasch", "2pl", "3pl"):
+        raise InputError(f"adaptive testing needs item curves: use --model rasch, 2pl or 3pl, "
+                         f"not {args.model}")
+    if args.items and args.holdout is not None:
+        raise InputError("--holdout splits the response file to calibrate a bank; with "
+                         "--items every model of the file is tested: drop one of them")
+    if not args.items and (args.prior_mean is not None or args.prior_sd is not None):
+        raise InputError("--prior-mean/--prior-sd apply with --items; a fit uses its own "
+                         "ability distribution")
+    prior, holdout = None, None
+    if args.items:
+        from evalcert.io.irt_tables import read_item_table
+
+        _outputs(args, [args.items, args.responses])
+        bank, prior = read_item_table(args.items)
+        prior = (prior[0] if args.prior_mean is None else args.prior_mean,
+                 prior[1] if args.prior_sd is None else args.prior_sd)
+    else:
+        bank = _estimator(args)
+        _outputs(args, [args.responses])
+        holdout = 0.2 if args.holdout is None else args.holdout
+    table = _read(args, kind="binary")
+    res = simulate_cat(bank, table, holdout=holdout, max_items=args.max_items,
+                       se_stop=args.se_stop, delta_stop=args.delta_stop,
+                       selection=args.selection, update=args.update,
+                       randomesque=args.randomesque, max_exposure=args.max_exposure,
+                       prior=prior, seed=args.seed)
+    print(res.summary())
+    return _finish(args, res)
+
+
 # -- parser -------------------------------------------------------------------------------------
 def _input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=["wide", "long"], default="wide",
-                   help="wide: one row per model, first column = names (default); long: one "
-                        "row per model-item pair")
+    p.add_argument("--format", choices=("auto", "wide", "long") + RESULTS_FORMATS,
+                   default="auto",
+                   help="auto (default): a tool's files (lm-eval, helm, inspect, eee, "
+                        "py-irt) are detected, any other table is read as wide; wide: one "
+                        "row per model, first column = names; long: one row per model-item "
+                        "pair")
     p.add_argument("--model-col", default="model", help="long format: model column")
     p.add_argument("--item-col", default="item", help="long format: item column")
     p.add_argument("--response-col", default="correct", help="long format: response column")
@@ -347,6 +431,13 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-header", action="store_true",
                    help="wide CSV with neither a header row nor a name column (models and "
                         "items are numbered)")
+    p.add_argument("--no-names", action="store_true",
+                   help="wide file with a header row of item names but no model-name column "
+                        "(LSAT6/LSAT7 as usually distributed): every column is an item, "
+                        "models are named row1..rowN. Without it this layout is detected "
+                        "when the first column holds repeated 0/1 responses, and stderr "
+                        "says so")
+    add_source_options(p)
 
 
 def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
@@ -385,6 +476,13 @@ def _floor(text: str) -> float:
     return value
 
 
+def _exposure(text: str) -> float:
+    value = probability(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
+
+
 def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
                     out_dir: bool = False, html: bool = False) -> None:
     p.add_argument("--json", default=None, metavar="OUT.json", help="write the result as JSON")
@@ -395,11 +493,11 @@ def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
                        help="write models.csv and items.csv (estimates with SEs) there")
     if plot:
         p.add_argument("--plot", default=None, metavar="FIG.png", help=plot)
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(p)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``irt fit|holdout|score|itemfit|compare|anchors``."""
+    """Add ``irt fit|holdout|score|itemfit|compare|anchors|cat``."""
     irt = subparsers.add_parser("irt", help="fit IRT models (Rasch, 2PL, 3PL, graded, factor, "
                                             "Beta, JE)")
     verbs = irt.add_subparsers(dest="irt_command", metavar="VERB")
@@ -474,3 +572,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0)
     _output_options(p, plot="estimated vs true accuracy of the held-out models")
     p.set_defaults(func=_quiet(_anchors))
+
+    p = verbs.add_parser("cat", help="computerised adaptive testing: replay held-out models, "
+                                     "error against items used vs random items and anchors")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    _model_options(p)
+    p.add_argument("--items", default=None, metavar="ITEMS.csv",
+                   help="a bank written by `irt fit --out-dir` (rasch, 2pl or 3pl): test "
+                        "every model of the response file on it (no fit, no holdout)")
+    p.add_argument("--holdout", type=open_probability, default=None,
+                   help="share of models held out and tested, the rest calibrate the bank "
+                        "(default 0.2)")
+    p.add_argument("--max-items", type=positive_int, default=50,
+                   help="stop after this many items (default 50)")
+    p.add_argument("--se-stop", type=positive_float, default=None,
+                   help="stop once the ability's standard error is at most this")
+    p.add_argument("--delta-stop", type=positive_float, default=None,
+                   help="stop once the ability moves less than this after an item")
+    p.add_argument("--selection", choices=["mfi", "kl", "random", "astrat"], default="mfi",
+                   help="next item: maximum Fisher information (default), posterior-weighted "
+                        "Kullback-Leibler, random, or a-stratified")
+    p.add_argument("--update", choices=["eap", "map"], default="eap",
+                   help="ability after each item (default eap)")
+    p.add_argument("--randomesque", type=positive_int, default=1,
+                   help="exposure control: draw among this many best items (default 1)")
+    p.add_argument("--max-exposure", type=_exposure, default=None,
+                   help="exposure control: give an item to at most this share of the models")
+    p.add_argument("--prior-mean", type=finite_float, default=None,
+                   help="with --items: ability prior mean (default: the item file's)")
+    p.add_argument("--prior-sd", type=positive_float, default=None,
+                   help="with --items: ability prior sd (default: the item file's)")
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    _output_options(p)
+    p.set_defaults(func=_quiet(_cat))

@@ -2,7 +2,7 @@
 
 Models and after-fit tools live here (``rasch``, ``twopl``, ``threepl``, ``polytomous``,
 ``factor``, ``beta``, ``je``; ``scoring``, ``itemfit``, ``information``, ``compare``,
-``anchors``, ``holdout``); the estimation engines, named by method, in
+``anchors``, ``holdout``, ``cat``); the estimation engines, named by method, in
 :mod:`evalcert.irt.estimation` (``mml_em``: marginal ML by EM; ``mml_direct``: direct
 maximisation on a fixed grid; ``esf``/``cml_information``: conditional ML; ``joint_newton``,
 ``pooling``, ``louis``, ``anderson``, ``mcmc``). Response and item tables are read and
@@ -50,6 +50,7 @@ _PUBLIC = {
     "FitResult": "itemfit", "item_fit": "itemfit", "GradedResponse": "polytomous",
     "ThreePL": "threepl", "AnchorResult": "anchors", "evaluate_anchors": "anchors",
     "select_anchors": "anchors", "ScoreResult": "scoring", "score_models": "scoring",
+    "CATSession": "cat", "CATResult": "cat", "run_cat": "cat", "simulate_cat": "cat",
 }
 
 __all__ = [*_PUBLIC, "make_estimator", "fit_irt", "MODELS"]

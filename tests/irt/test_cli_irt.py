@@ -289,3 +289,59 @@ def test_real_chembench_slice_with_progress(tmp_path, capsys):
     assert "GPT-4o" in text
     if "verbose" in inspect.signature(Rasch.__init__).parameters:    # once the core adds it
         assert _run(["irt", "fit", small, "--method", "mml", "--progress"], capsys)[0] == 0
+
+
+def test_cat_verb_replays_held_out_models_and_a_fitted_bank(tmp_path, capsys):
+    path = tmp_path / "many.csv"
+    _frame(n=80, m=60, seed=3, slopes=True).to_csv(path)
+    code, text, _ = _run(["irt", "cat", path, "--model", "2pl", "--max-items", "10",
+                          "--holdout", "0.25", "--json", tmp_path / "cat.json"], capsys)
+    assert code == 0 and "MAE adaptive" in text, text
+    out = json.loads((tmp_path / "cat.json").read_text())
+    assert len(out["models"]) == 20 and out["curve"][-1]["n_items"] == 10
+    assert set(out["models"][0]) == {"model", "items_used", "theta", "se",
+                                     "predicted_accuracy", "actual_accuracy"}
+    folder = tmp_path / "fit"
+    assert _run(["irt", "fit", path, "--model", "2pl", "--out-dir", folder], capsys)[0] == 0
+    code, text, _ = _run(["irt", "cat", path, "--items", folder / "items.csv", "--max-items",
+                          "30", "--se-stop", "0.5", "--selection", "kl", "--update", "map"],
+                         capsys)
+    assert code == 0 and "80 models" in text and "se stop 0.5" in text
+    _refused(["irt", "cat", path, "--items", folder / "items.csv", "--holdout", "0.2"], capsys,
+             "--holdout")
+    _refused(["irt", "cat", path, "--model", "factor"], capsys, "item curves")
+    _refused(["irt", "cat", path, "--max-exposure", "0"], capsys, "(0, 1]")
+    _refused(["irt", "cat", path, "--prior-sd", "2"], capsys, "--items")
+
+
+def test_items_only_header_lsat_layout_is_detected_and_said(tmp_path, capsys):
+    # issue 21: LSAT6/LSAT7 as usually distributed (a header of items, no model-name
+    # column) were refused with a message blaming a missing header row
+    from evalcert.cli import main
+
+    rng = np.random.default_rng(6)
+    theta, b = rng.normal(0, 1, 300), np.array([-1.5, -0.5, 0.0, 0.4, 1.2])
+    Y = (rng.random((300, 5)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(int)
+    items = [f"Item {j + 1}" for j in range(5)]
+    bare = tmp_path / "lsat.csv"
+    bare.write_text(",".join(items) + "\n" + "".join(",".join(map(str, r)) + "\n" for r in Y))
+    named = tmp_path / "named.csv"
+    named.write_text("model," + ",".join(items) + "\n"
+                     + "".join(f"row{i + 1}," + ",".join(map(str, r)) + "\n"
+                               for i, r in enumerate(Y)))
+    outs = {}
+    for path, extra in ((bare, []), (bare, ["--no-names"]), (named, [])):
+        out = tmp_path / f"{path.stem}{len(extra)}"
+        assert main(["irt", "fit", str(path), "--method", "mml", "--out-dir", str(out),
+                     *extra]) == 0
+        err = capsys.readouterr().err
+        assert ("no model-name column" in err) == (path is bare)
+        assert "read 300 models x 5 items" in err
+        outs[(path.stem, len(extra))] = pd.read_csv(out / "items.csv")
+    for key in (("lsat", 0), ("lsat", 1)):
+        assert outs[key]["item"].tolist() == items
+        assert np.allclose(outs[key]["difficulty"], outs[("named", 0)]["difficulty"])
+    two = tmp_path / "two.csv"                  # two distinct rows: nothing repeats, so only
+    two.write_text("i1,i2,i3\n1,0,1\n0,1,1\n")  # --no-names can say it
+    assert main(["irt", "fit", str(two), "--method", "map", "--no-names"]) == 0
+    assert "row1..rowN" in capsys.readouterr().err
