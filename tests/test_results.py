@@ -125,6 +125,20 @@ def results(tmp_path_factory) -> dict[type, object]:
         bench(["ilp-m1"], backends=["pulp-highs"], profiles=["default"], quick=True,
               n_jobs=1, memory=False, progress=False),
     ]
+    from evalcert.io.convert import convert
+    from evalcert.io.results import CellCollector
+    from evalcert.irt.cat import run_cat, simulate_cat
+    from evalcert.irt.information import item_parameters
+
+    folder = tmp_path_factory.mktemp("convert")
+    (folder / "r.jsonl").write_text(json.dumps({"subject_id": "m", "responses": {"q": 1}})
+                                    + "\n")
+    cells = CellCollector("demo", "py-irt")
+    cells.add("m1", "q1", 1.0)
+    bank = item_parameters(rasch)
+    made += [convert(folder / "r.jsonl", folder / "long.csv"), cells.finish(),
+             run_cat(bank, lambda item: 1.0, max_items=3),
+             simulate_cat(bank, Y, holdout=None, max_items=3)]
     found: dict[type, object] = {}
     for result in made:
         _collect(result, found)
