@@ -305,7 +305,8 @@ def certify(x, i, j, C, K, lam) -> BTCertificate:
     r = max(4 * gn / lmin, 1e-300)
     mu = math.exp(-4 * r) * lmin
     ok = gn < mu * r / 2 or gn == 0.0
-    return BTCertificate(float(gn), float(lmin), float(r), float(gn / mu), bool(ok))
+    return BTCertificate(float(gn), float(lmin), float(r), float(gn / mu) if mu > 0 else math.inf,
+                         bool(ok))
 
 
 def _centred_norm(g, K) -> tuple[float, np.ndarray]:

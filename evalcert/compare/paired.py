@@ -313,7 +313,7 @@ def _irt_ranks(X, M, models, irt: str, alpha: float, binary: bool):
         raise InputError(f"IRT rank intervals (irt={irt!r}) need 0/1 scores; these are graded")
     from evalcert.solvers.irt import fit_irt
 
-    est = fit_irt(np.where(M, X, 0.0), model=irt, mask=M)
+    est = fit_irt(np.where(M, X, np.nan), model=irt)
     theta = np.asarray(est.abilities_, dtype=float)
     se = np.asarray(est.result_.standard_errors.get("abilities", np.full(len(theta), np.nan)),
                     dtype=float)

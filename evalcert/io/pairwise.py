@@ -89,6 +89,8 @@ def iter_json_array(path: str | Path, chunk_bytes: int = _CHUNK) -> Iterator[dic
                 c = buf[m.end():m.end() + 1]
                 if c == "]" and not m.group(1):
                     return
+                if not c:
+                    raise InputError(f"{path}: the JSON array is not closed (truncated file?)")
                 if bool(m.group(1)) == first:
                     raise InputError(f"{path}: malformed JSON array (expected "
                                      f"{'an object' if first else repr(',') + ' or ' + repr(']')}"
@@ -285,8 +287,8 @@ def read_pairwise(path: str | Path, *, model_a: str = "model_a", model_b: str = 
         if fmt == "parquet":
             import pyarrow.parquet as pq
             for file in _parquet_files(path):
+                _require(file, wanted, pq.read_schema(file).names)
                 pf = pq.ParquetFile(file, read_dictionary=[model_a, model_b, winner])
-                _require(file, wanted, pf.schema_arrow.names)
                 for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted):
                     acc.add(batch)
         elif fmt in ("csv", "tsv"):
