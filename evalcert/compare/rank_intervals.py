@@ -20,8 +20,9 @@ Example
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
-from scipy import stats
 
 __all__ = ["ranks_of", "rank_bounds", "rank_from_draws", "rank_from_se", "adjust_pvalues",
            "ADJUST"]
@@ -105,7 +106,7 @@ def rank_from_se(estimate: np.ndarray, se: np.ndarray, alpha: float = 0.05):
     se = np.asarray(se, dtype=float)
     K = len(estimate)
     m = max(K * (K - 1) // 2, 1)
-    q = float(stats.norm.ppf(1 - alpha / (2 * m)))
+    q = NormalDist().inv_cdf(1 - alpha / (2 * m))
     diff = estimate[:, None] - estimate[None, :]
     pair_se = np.sqrt(se[:, None] ** 2 + se[None, :] ** 2)
     low, high = rank_bounds(diff, pair_se, q)
