@@ -107,6 +107,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rank.add_argument("--model-a", default="model_a", help="column of the first model")
     rank.add_argument("--model-b", default="model_b", help="column of the second model")
     rank.add_argument("--winner", default="winner", help="column of the outcome")
+    rank.add_argument("--judge-column", default=None,
+                      help="column naming the judge of each battle (counts kept per judge)")
+    rank.add_argument("--judge-weighted", action="store_true",
+                      help="fit each judge's reliability jointly (needs --judge-column)")
+    rank.add_argument("--reliability-sd", type=float_range(0, 1e6, low_open=True), default=1.0,
+                      help="prior SD of judge reliabilities around 1 (default 1)")
     _parallel_flags(rank)
     rank.set_defaults(func=run_rank)
 
@@ -200,11 +206,16 @@ def run_rank(args: argparse.Namespace) -> int:
 
     check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.pairwise],
                   force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
+    if args.judge_weighted and args.judge_column is None:
+        raise InputError("--judge-weighted needs --judge-column NAME (the column naming each "
+                         "battle's judge)")
     counts = read_arena(args.pairwise, anony_only=args.anony_only, language=args.language,
-                        model_a=args.model_a, model_b=args.model_b, winner=args.winner)
+                        model_a=args.model_a, model_b=args.model_b, winner=args.winner,
+                        judge=args.judge_column)
     result = rank(counts, ties=args.ties, prior_sd=args.prior_sd, n_boot=args.bootstrap,
                   alpha=args.alpha, seed=args.seed, n_jobs=args.n_jobs, backend=args.backend,
-                  scheduler=args.scheduler, progress=not args.no_progress)
+                  scheduler=args.scheduler, progress=not args.no_progress,
+                  judge_weighted=args.judge_weighted, reliability_sd=args.reliability_sd)
     print(result.summary())
     if args.plot is not None:
         from evalcert.plots.compare import plot_rank

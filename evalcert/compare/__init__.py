@@ -31,12 +31,14 @@ import types
 from typing import Any
 
 __all__ = ["compare", "CompareResult", "rank", "RankResult", "PairwiseCounts",
-           "fit_bradley_terry", "check_mle_exists", "BTFit", "BTCertificate"]
+           "fit_bradley_terry", "check_mle_exists", "BTFit", "BTCertificate",
+           "fit_judge_weighted", "JudgeWeightedFit"]
 
 _WHERE = {"compare": "paired", "CompareResult": "paired", "rank": "leaderboard",
           "RankResult": "leaderboard", "PairwiseCounts": "counts",
           "fit_bradley_terry": "bradley_terry", "check_mle_exists": "bradley_terry",
-          "BTFit": "bradley_terry", "BTCertificate": "bradley_terry"}
+          "BTFit": "bradley_terry", "BTCertificate": "bradley_terry",
+          "fit_judge_weighted": "judges", "JudgeWeightedFit": "judges"}
 
 
 def __getattr__(name: str) -> Any:

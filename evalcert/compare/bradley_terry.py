@@ -218,15 +218,20 @@ def _lse_terms(theta, eta, i, j, C, want_hessian=True):
     return value, r, p, n
 
 
-def _objective(x, i, j, C, K, lam):
-    return _grad_hess(x, i, j, C, K, lam, hessian=False, gradient=False)[0]
+def _objective(x, i, j, C, K, lam, scale=None):
+    return _grad_hess(x, i, j, C, K, lam, hessian=False, gradient=False, scale=scale)[0]
 
 
-def _grad_hess(x, i, j, C, K, lam, hessian=True, gradient=True):
-    """Objective, gradient and Hessian at ``x`` (theta, then eta under Davidson)."""
+def _grad_hess(x, i, j, C, K, lam, hessian=True, gradient=True, scale=None):
+    """Objective, gradient and Hessian at ``x`` (theta, then eta under Davidson).
+
+    ``scale`` (half ties only): a multiplier of each row's logit (a judge's reliability);
+    rows may then repeat a pair."""
     theta = x[:K]
     davidson = len(x) > K
     d = (theta[i] - theta[j]) / 2
+    if scale is not None:
+        d = d * scale
     n = C.sum(axis=1)
     ridge = 0.5 * lam * float(theta @ theta)
     if not davidson:
@@ -238,6 +243,8 @@ def _grad_hess(x, i, j, C, K, lam, hessian=True, gradient=True):
         th = np.tanh(d)
         gd = (n * th - (C[:, 0] - C[:, 1])) / 2
         hdd = n * (1 - th * th) / 4
+        if scale is not None:
+            gd, hdd = gd * scale, hdd * scale * scale
     else:
         value, r, p, n = _lse_terms(theta, x[K], i, j, C)
         value += ridge
@@ -254,7 +261,10 @@ def _grad_hess(x, i, j, C, K, lam, hessian=True, gradient=True):
         return value, g, None
     # Hz = n (diag p - p p^T); u = (1/2, -1/2, 0), e = (0, 0, 1)
     H = np.zeros((len(x), len(x)))
-    H[i, j] = -hdd                                       # pairs are unique, i < j
+    if scale is None:
+        H[i, j] = -hdd                                   # pairs are unique, i < j
+    else:
+        np.add.at(H, (i, j), -hdd)
     H[:K, :K] += H[:K, :K].T
     H[np.arange(K), np.arange(K)] += np.bincount(i, hdd, K) + np.bincount(j, hdd, K) + lam
     if davidson:
@@ -292,17 +302,19 @@ def _lambda_min_verified(H, K) -> float:
     return 0.0
 
 
-def certify(x, i, j, C, K, lam) -> BTCertificate:
-    """The certificate of the point ``x`` (see the module docstring)."""
-    _, g, H = _grad_hess(x, i, j, C, K, lam)
+def certify(x, i, j, C, K, lam, scale=None) -> BTCertificate:
+    """The certificate of the point ``x`` (see the module docstring); with ``scale``, logits
+    move by at most ``max |scale| r`` on the ball of radius ``r``."""
+    _, g, H = _grad_hess(x, i, j, C, K, lam, scale=scale)
     g = g.copy()
     g[:K] -= g[:K].mean()
     gn = float(np.linalg.norm(g))
     lmin = _lambda_min_verified(H, K)
     if lmin <= 0:
         return BTCertificate(float(gn), float(lmin), math.inf, math.inf, False)
+    smax = 1.0 if scale is None or len(scale) == 0 else max(float(np.abs(scale).max()), 1e-300)
     r = max(4 * gn / lmin, 1e-300)
-    mu = math.exp(-4 * r) * lmin
+    mu = math.exp(-4 * smax * r) * lmin
     ok = gn < mu * r / 2 or gn == 0.0
     return BTCertificate(float(gn), float(lmin), float(r), float(gn / mu) if mu > 0 else math.inf,
                          bool(ok))
@@ -314,10 +326,10 @@ def _centred_norm(g, K) -> tuple[float, np.ndarray]:
     return float(np.linalg.norm(gc)), gc
 
 
-def _newton(x, i, j, C, K, lam, tol, max_iter=MAX_ITER):
+def _newton(x, i, j, C, K, lam, tol, max_iter=MAX_ITER, scale=None):
     """Damped Newton on the centred subspace; stops on ``||grad|| <= tol`` or when rounding
     allows no further decrease of the objective or of the gradient."""
-    value, g, H = _grad_hess(x, i, j, C, K, lam)
+    value, g, H = _grad_hess(x, i, j, C, K, lam, scale=scale)
     gn, gc = _centred_norm(g, K)
     for it in range(1, max_iter + 1):
         if gn <= tol:
@@ -326,18 +338,18 @@ def _newton(x, i, j, C, K, lam, tol, max_iter=MAX_ITER):
         step[:K] -= step[:K].mean()
         slope = float(gc @ step)
         x_new = x - step
-        new = _grad_hess(x_new, i, j, C, K, lam)
+        new = _grad_hess(x_new, i, j, C, K, lam, scale=scale)
         new_gn, new_gc = _centred_norm(new[1], K)
         if not (new[0] <= value - 1e-4 * slope or new_gn < 0.5 * gn):
             t = 0.5
             while t >= 1e-12:
                 x_new = x - t * step
-                if _objective(x_new, i, j, C, K, lam) <= value - 1e-4 * t * slope:
+                if _objective(x_new, i, j, C, K, lam, scale) <= value - 1e-4 * t * slope:
                     break
                 t /= 2
             if t < 1e-12:          # no decrease in rounding: we are at the optimum
                 return x, value, it
-            new = _grad_hess(x_new, i, j, C, K, lam)
+            new = _grad_hess(x_new, i, j, C, K, lam, scale=scale)
             new_gn, new_gc = _centred_norm(new[1], K)
         x, (value, g, H), gn, gc = x_new, new, new_gn, new_gc
     if gn <= tol * 1e3:

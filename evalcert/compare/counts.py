@@ -62,6 +62,11 @@ class PairwiseCounts(ResultMixin):
     dropped : dict
         Rows read but not counted, by reason (e.g. ``self-battle``), so nothing is
         dropped silently.
+    judges : tuple of str
+        Judge names when the log was read with a judge column (else empty).
+    judge : numpy.ndarray or None
+        Judge index of each row; rows are then unique per (pair, judge) and a pair may
+        repeat (:meth:`pooled` sums over judges).
     """
 
     models: tuple[str, ...]
@@ -71,6 +76,31 @@ class PairwiseCounts(ResultMixin):
     wins_j: np.ndarray = dataclasses.field(repr=False)
     ties: np.ndarray = dataclasses.field(repr=False)
     dropped: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    judges: tuple[str, ...] = ()
+    judge: np.ndarray | None = dataclasses.field(default=None, repr=False)
+
+    def pooled(self) -> "PairwiseCounts":
+        """The counts summed over judges: one row per pair (``self`` when there are no judges).
+
+        Examples
+        --------
+        >>> b = CountsBuilder()
+        >>> b.add(b.codes(["x", "x"]), b.codes(["y", "y"]), np.array([0, 1]),
+        ...       judge=b.judge_codes(["j1", "j2"]))
+        >>> c = b.build()
+        >>> c.judges, c.table().tolist(), c.pooled().table().tolist()
+        (('j1', 'j2'), [[1, 0, 0], [0, 1, 0]], [[1, 1, 0]])
+        """
+        if self.judge is None:
+            return self
+        key = self.i * len(self.models) + self.j
+        pairs, slot = np.unique(key, return_inverse=True)
+        table = np.zeros((len(pairs), 3), dtype=np.int64)
+        np.add.at(table, slot, self.table())
+        K = len(self.models)
+        return PairwiseCounts(self.models, (pairs // K).astype(np.int64),
+                              (pairs % K).astype(np.int64), table[:, 0].copy(),
+                              table[:, 1].copy(), table[:, 2].copy(), dict(self.dropped))
 
     @property
     def n_models(self) -> int:
@@ -152,6 +182,8 @@ class CountsBuilder:
 
     def __init__(self) -> None:
         self.index: dict[str, int] = {}
+        self.judge_index: dict[str, int] = {}
+        self._judged = False
         self._keys: list[np.ndarray] = []
         self._weights: list[np.ndarray] = []
         self._pending = 0
@@ -163,33 +195,48 @@ class CountsBuilder:
         return np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64,
                            count=len(names))
 
+    def judge_codes(self, names: Sequence[str]) -> np.ndarray:
+        """Integer codes of judge names (new names get the next codes)."""
+        index = self.judge_index
+        return np.fromiter((index.setdefault(n, len(index)) for n in names), dtype=np.int64,
+                           count=len(names))
+
     def drop(self, reason: str, n: int) -> None:
         if n:
             self.dropped[reason] = self.dropped.get(reason, 0) + int(n)
 
     def add(self, a: np.ndarray, b: np.ndarray, outcome: np.ndarray,
-            weight: np.ndarray | None = None) -> None:
-        """Add coded battles; self-battles (``a == b``) are dropped and counted."""
+            weight: np.ndarray | None = None, judge: np.ndarray | None = None) -> None:
+        """Add coded battles (with judge codes, if any); self-battles (``a == b``) are dropped
+        and counted."""
         a, b, outcome = (np.asarray(x, dtype=np.int64) for x in (a, b, outcome))
+        if judge is not None:
+            self._judged = True
+            judge = np.asarray(judge, dtype=np.int64)
+        else:
+            judge = np.zeros(len(a), dtype=np.int64)
         same = a == b
         if same.any():
             self.drop("self-battle", int(same.sum()) if weight is None else int(weight[same].sum()))
             keep = ~same
-            a, b, outcome = a[keep], b[keep], outcome[keep]
+            a, b, outcome, judge = a[keep], b[keep], outcome[keep], judge[keep]
             weight = None if weight is None else weight[keep]
         swap = a > b
         lo, hi = np.where(swap, b, a), np.where(swap, a, b)
         outcome = np.where(swap & (outcome < 2), 1 - outcome, outcome)
         K = int(hi.max()) + 1 if len(hi) else 0
-        if K * K * 4 <= self._DENSE:                 # counting, O(battles + K^2)
-            dense = np.bincount((lo * K + hi) * 4 + outcome, weights=weight,
-                                minlength=K * K * 4)
+        L = int(judge.max()) + 1 if len(judge) else 0
+        if L * K * K * 4 <= self._DENSE:             # counting, O(battles + L K^2)
+            dense = np.bincount(((judge * K + lo) * K + hi) * 4 + outcome, weights=weight,
+                                minlength=L * K * K * 4)
             flat = np.flatnonzero(dense)
             w = dense[flat].astype(float)
-            pair, out = np.divmod(flat, 4)
-            keys = ((pair // K) << 42) | ((pair % K) << 2) | out
+            cell, out = np.divmod(flat, 4)
+            jk, hi_ = np.divmod(cell, K)
+            jj, lo_ = np.divmod(jk, K)
+            keys = (jj << 44) | (lo_ << 23) | (hi_ << 2) | out
         else:
-            key = (lo << 42) | (hi << 2) | outcome   # < 2^21 models each
+            key = (judge << 44) | (lo << 23) | (hi << 2) | outcome   # 2^19 judges, 2^21 models
             keys, inverse = np.unique(key, return_inverse=True)
             w = np.bincount(inverse, weights=weight, minlength=len(keys))
         self._keys.append(keys)
@@ -208,8 +255,9 @@ class CountsBuilder:
 
     def build(self) -> PairwiseCounts:
         """The :class:`PairwiseCounts` of everything added."""
-        if len(self.index) >= 1 << 21:
-            raise InputError(f"{len(self.index)} distinct models; at most 2^21 are supported")
+        if len(self.index) >= 1 << 21 or len(self.judge_index) >= 1 << 19:
+            raise InputError(f"{len(self.index)} distinct models and {len(self.judge_index)} "
+                             "judges; at most 2^21 models and 2^19 judges are supported")
         self._compact()
         models = tuple(self.index)
         if not self._keys or len(self._keys[0]) == 0:
@@ -223,7 +271,10 @@ class CountsBuilder:
         slot = np.searchsorted(pairs, pair_key)
         table = np.zeros((len(pairs), 3), dtype=np.int64)
         np.add.at(table, (slot, keys & 3), w)
-        i, j = pairs >> 40, pairs & ((1 << 40) - 1)
+        low21 = (1 << 21) - 1
+        i, j = (pairs >> 21) & low21, pairs & low21
+        judged = self._judged
         return PairwiseCounts(models, i.astype(np.int64), j.astype(np.int64),
                               table[:, 0].copy(), table[:, 1].copy(), table[:, 2].copy(),
-                              dict(self.dropped))
+                              dict(self.dropped), tuple(self.judge_index) if judged else (),
+                              (pairs >> 42).astype(np.int64) if judged else None)

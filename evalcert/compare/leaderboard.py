@@ -13,7 +13,7 @@ Example
 >>> import pandas as pd
 >>> log = pd.DataFrame({"model_a": ["a", "b", "c", "a", "b", "c"] * 5,
 ...                     "model_b": ["b", "c", "a", "c", "a", "b"] * 5,
-...                     "winner": ["model_a", "model_a", "model_a", "model_a", "tie", "model_b"] * 5})
+...                     "winner": ["model_a", "model_a", "model_b", "model_a", "tie", "model_a"] * 5})
 >>> res = rank(log, n_boot=50, n_jobs=1)
 >>> [r["model"] for r in res.to_dict()["ranks"]], res.certificate.proves_optimum
 (['a', 'b', 'c'], True)
@@ -91,6 +91,7 @@ class RankResult(ResultMixin):
     n_boot_failed: int
     alpha: float
     seconds: dict
+    judge_reliability: tuple = ()
 
     def rows(self) -> list[dict[str, Any]]:
         out = []
@@ -113,7 +114,8 @@ class RankResult(ResultMixin):
             "loglik": self.loglik, "iterations": self.iterations,
             "certificate": self.certificate.to_dict(), "n_battles": self.n_battles,
             "n_pairs": self.n_pairs, "dropped": self.dropped, "n_boot": self.n_boot,
-            "n_boot_failed": self.n_boot_failed, "alpha": self.alpha, "seconds": self.seconds})
+            "n_boot_failed": self.n_boot_failed, "alpha": self.alpha, "seconds": self.seconds,
+            "judges": list(self.judge_reliability)})
 
     def to_frame(self):
         import pandas as pd
@@ -128,7 +130,14 @@ class RankResult(ResultMixin):
                 + ")"]
         if any(self.dropped.values()):
             head.append("not counted: " + ", ".join(f"{n} {why}" for why, n in self.dropped.items()))
-        head.append(self.certificate.summary())
+        head.append(self.certificate.summary()
+                    + (" (given the judges' reliabilities)" if self.judge_reliability else ""))
+        if self.judge_reliability:
+            head.append("judge reliabilities (verdicts): " + ", ".join(
+                f"{r['judge']} {r['reliability']:.3g} ({r['n_verdicts']})"
+                for r in self.judge_reliability[:10])
+                + (f" and {len(self.judge_reliability) - 10} more"
+                   if len(self.judge_reliability) > 10 else ""))
         if self.n_boot:
             head.append(f"{self.n_boot} bootstrap refits over battles"
                         + (f" ({self.n_boot_failed} resamples without an MLE left out)"
@@ -209,7 +218,8 @@ def _boot_block(block: tuple[np.random.SeedSequence, int], table: np.ndarray, i:
 
 def rank(data: Any, *, ties: str = "half", prior_sd: float | None = None, n_boot: int = 0,
          alpha: float = 0.05, seed: int = 0, n_jobs: int | None = 1, backend: str = "loky",
-         scheduler: str | None = None, progress: bool = False) -> RankResult:
+         scheduler: str | None = None, progress: bool = False, judge_weighted: bool = False,
+         reliability_sd: float = 1.0) -> RankResult:
     """Rank models by Bradley-Terry on pairwise outcomes, with a certificate and intervals.
 
     Parameters
@@ -228,6 +238,11 @@ def rank(data: Any, *, ties: str = "half", prior_sd: float | None = None, n_boot
         1 - confidence level of the intervals.
     seed, n_jobs, backend, scheduler, progress
         Bootstrap randomness and :func:`evalcert.parallel.parallel_map` options.
+    judge_weighted : bool
+        Fit each judge's reliability jointly (:func:`evalcert.compare.judges.fit_judge_weighted`;
+        counts read with a judge column, ties half, no bootstrap).
+    reliability_sd : float
+        Prior standard deviation of the reliabilities around 1.
 
     Raises
     ------
@@ -251,9 +266,25 @@ def rank(data: Any, *, ties: str = "half", prior_sd: float | None = None, n_boot
         raise InputError(f"alpha must be in (0, 1), got {alpha!r}")
     t0 = time.perf_counter()
     counts = _as_counts(data)
-    if prior_sd is None:
-        check_mle_exists(counts, ties)
-    fit = fit_bradley_terry(counts, ties=ties, prior_sd=prior_sd, check=False)
+    judges: tuple = ()
+    if judge_weighted:
+        if ties != "half" or n_boot:
+            raise InputError("the judge-weighted fit takes ties as half wins and has no "
+                             "bootstrap yet: drop --ties davidson / --bootstrap, or the judge "
+                             "weighting")
+        from evalcert.compare.judges import fit_judge_weighted
+
+        fit = fit_judge_weighted(counts, reliability_sd=reliability_sd, prior_sd=prior_sd)
+        judges = tuple({"judge": name, "reliability": fit.reliability[name],
+                        "n_verdicts": fit.n_verdicts[name]}
+                       for name in sorted(fit.reliability, key=lambda k: -fit.reliability[k]))
+        fit = _JudgedFit(fit.theta, None, math.nan, fit.rounds, fit.certificate)
+        counts = counts.pooled()
+    else:
+        counts = counts.pooled()
+        if prior_sd is None:
+            check_mle_exists(counts, ties)
+        fit = fit_bradley_terry(counts, ties=ties, prior_sd=prior_sd, check=False)
     t_fit = time.perf_counter() - t0
     K = counts.n_models
     score = fit.theta
@@ -292,5 +323,14 @@ def rank(data: Any, *, ties: str = "half", prior_sd: float | None = None, n_boot
         pick(per["losses"]), pick(per["ties"]), ties, fit.eta, prior_sd, fit.loglik,
         fit.iterations, fit.certificate, counts.n_battles, counts.n_pairs, dict(counts.dropped),
         int(n_boot), n_failed, float(alpha),
-        {"fit": t_fit, "bootstrap": time.perf_counter() - t0 - t_fit})
+        {"fit": t_fit, "bootstrap": time.perf_counter() - t0 - t_fit}, judges)
+
+
+@dataclasses.dataclass(frozen=True)
+class _JudgedFit:
+    theta: np.ndarray
+    eta: None
+    loglik: float
+    iterations: int
+    certificate: BTCertificate
 

@@ -118,7 +118,7 @@ def iter_json_array(path: str | Path, chunk_bytes: int = _CHUNK) -> Iterator[dic
             raise InputError(f"{path}: not valid UTF-8 text; save it as UTF-8") from None
 
 
-def _to_codes(builder: CountsBuilder, column) -> np.ndarray:
+def _to_codes(builder: CountsBuilder, column, codes=None) -> np.ndarray:
     """Global codes of a string column (-1 where null) via Arrow dictionary encoding."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -130,7 +130,8 @@ def _to_codes(builder: CountsBuilder, column) -> np.ndarray:
             column = pc.cast(column, pa.string())
         column = column.dictionary_encode()
     words = column.dictionary.to_pylist()
-    local = np.append(builder.codes([str(w) for w in words]), -1) if words else np.array([-1])
+    codes = builder.codes if codes is None else codes
+    local = np.append(codes([str(w) for w in words]), -1) if words else np.array([-1])
     idx = column.indices.to_numpy(zero_copy_only=False)
     if column.null_count:
         idx = np.where(column.is_null().to_numpy(zero_copy_only=False), len(words), idx)
@@ -168,7 +169,7 @@ def _outcomes(column, a_col, b_col) -> np.ndarray:
 class _Batches:
     """Turn Arrow batches (or lists of records) into counts, with every row accounted for."""
 
-    def __init__(self, path: Path, cols: Mapping[str, str], where: Mapping[str, Any]):
+    def __init__(self, path: Path, cols: Mapping[str, str | None], where: Mapping[str, Any]):
         self.path, self.cols, self.where = path, cols, dict(where)
         self.builder = CountsBuilder()
         self.rows = 0
@@ -212,7 +213,14 @@ class _Batches:
                 w = batch.column(self.cols["winner"])
                 self.bad_example = str(w[int(np.flatnonzero(unknown)[0])].as_py())
         ok = ~missing_model & (outcome >= 0)
-        self.builder.add(a[ok], b[ok], outcome[ok])
+        judge = None
+        if self.cols.get("judge"):
+            judge = _to_codes(self.builder, batch.column(self.cols["judge"]),
+                              self.builder.judge_codes)
+            self.builder.drop("without a judge", int((ok & (judge < 0)).sum()))
+            ok &= judge >= 0
+            judge = judge[ok]
+        self.builder.add(a[ok], b[ok], outcome[ok], judge=judge)
 
     def build(self) -> PairwiseCounts:
         if self.bad:
@@ -241,7 +249,8 @@ def _parquet_files(path: Path) -> list[Path]:
 
 
 def read_pairwise(path: str | Path, *, model_a: str = "model_a", model_b: str = "model_b",
-                  winner: str = "winner", where: Mapping[str, Any] | None = None,
+                  winner: str = "winner", judge: str | None = None,
+                  where: Mapping[str, Any] | None = None,
                   batch_rows: int = BATCH_ROWS) -> PairwiseCounts:
     """Read a pairwise-comparison log into per-pair counts.
 
@@ -252,6 +261,9 @@ def read_pairwise(path: str | Path, *, model_a: str = "model_a", model_b: str = 
         (or a folder of Parquet files).
     model_a, model_b, winner : str
         Column names.
+    judge : str, optional
+        Column naming who judged each battle: counts are then kept per judge (for the
+        judge-weighted fit, :func:`evalcert.compare.judges.fit_judge_weighted`).
     where : mapping, optional
         Keep only rows whose column equals the value (e.g. ``{"anony": True}``); the
         rows removed are counted in ``dropped``.
@@ -277,8 +289,9 @@ def read_pairwise(path: str | Path, *, model_a: str = "model_a", model_b: str = 
 
     path = Path(path)
     where = dict(where or {})
-    cols = {"model_a": model_a, "model_b": model_b, "winner": winner}
-    wanted = list(dict.fromkeys([model_a, model_b, winner, *where]))
+    cols = {"model_a": model_a, "model_b": model_b, "winner": winner, "judge": judge}
+    wanted = list(dict.fromkeys([model_a, model_b, winner, *([judge] if judge else []),
+                                 *where]))
     fmt = "parquet" if path.is_dir() else table_format(path)
     if not path.is_dir():
         check_file(path)
@@ -288,7 +301,8 @@ def read_pairwise(path: str | Path, *, model_a: str = "model_a", model_b: str = 
             import pyarrow.parquet as pq
             for file in _parquet_files(path):
                 _require(file, wanted, pq.read_schema(file).names)
-                pf = pq.ParquetFile(file, read_dictionary=[model_a, model_b, winner])
+                pf = pq.ParquetFile(file, read_dictionary=[c for c in (model_a, model_b, winner,
+                                                                      judge) if c])
                 for batch in pf.iter_batches(batch_size=batch_rows, columns=wanted):
                     acc.add(batch)
         elif fmt in ("csv", "tsv"):
