@@ -67,6 +67,12 @@ class PairwiseCounts(ResultMixin):
     judge : numpy.ndarray or None
         Judge index of each row; rows are then unique per (pair, judge) and a pair may
         repeat (:meth:`pooled` sums over judges).
+
+    Examples
+    --------
+    >>> c = PairwiseCounts.from_battles(["a", "b"], ["b", "c"], ["tie", "model_b"])
+    >>> c.n_models, c.n_pairs, c.per_model()["ties"].tolist()
+    (3, 2, [1, 1, 0])
     """
 
     models: tuple[str, ...]

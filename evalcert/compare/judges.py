@@ -122,6 +122,16 @@ class JudgeWeightedFit(ResultMixin):
         gradient vanished to rounding.
     certificate : BTCertificate
         For ``theta`` given the reliabilities.
+
+    Examples
+    --------
+    >>> from evalcert.compare.counts import CountsBuilder
+    >>> b = CountsBuilder()
+    >>> a, c = b.codes(["x", "y", "z", "x"] * 4), b.codes(["y", "z", "x", "z"] * 4)
+    >>> b.add(a, c, np.array([0, 0, 0, 1] * 4), judge=b.judge_codes(["j1"] * 16))
+    >>> fit = fit_judge_weighted(b.build())
+    >>> list(fit.n_verdicts.items())
+    [('j1', 16)]
     """
 
     theta: np.ndarray

@@ -65,6 +65,14 @@ class RankResult(ResultMixin):
         Per model.
     certificate : BTCertificate
         Evidence that ``score`` is the optimum.
+
+    Examples
+    --------
+    >>> c = PairwiseCounts.from_battles(["a", "b", "c", "a", "c"], ["b", "c", "a", "c", "b"],
+    ...                                 ["model_a", "model_a", "model_b", "tie", "model_a"])
+    >>> res = rank(c)
+    >>> res.to_frame()[["model", "rank"]].values.tolist()
+    [['a', 1], ['c', 2], ['b', 3]]
     """
 
     models: tuple[str, ...]

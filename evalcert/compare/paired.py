@@ -63,6 +63,14 @@ class CompareResult(ResultMixin):
     ``pairs`` rows: ``model_a, model_b, n_shared, diff, ci_low, ci_high, p_value,
     p_adjusted, mdd`` (``model_a`` is the better-ranked one); ``ranks`` rows: ``model,
     score, rank, rank_ci_low, rank_ci_high``; ``irt_ranks`` the same from IRT abilities.
+
+    Examples
+    --------
+    >>> from evalcert.data import ScoreMatrix
+    >>> S = ScoreMatrix.from_array(np.array([[1, 1, 0, 1.], [0, 1, 0, 0.]]), bounds=(0, 1))
+    >>> pairs, ranks = compare(S, n_boot=0).to_frames()
+    >>> pairs[["n_shared", "diff"]].values.tolist(), ranks["rank"].tolist()
+    ([[4.0, 0.5]], [1, 2])
     """
 
     pairs: tuple[dict, ...]
