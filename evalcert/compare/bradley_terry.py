@@ -63,6 +63,9 @@ TIES = ("half", "davidson")
 #: allows no further progress
 GRAD_TOL = 1e-13
 MAX_ITER = 100
+#: ... and a bootstrap refit at this (its distance to the optimum, ~ tol N / lambda_min, is
+#: orders of magnitude below the bootstrap's spread)
+BOOT_TOL = 1e-10
 _LISTED = 8
 
 
@@ -441,7 +444,7 @@ def refit_counts(table: np.ndarray, i: np.ndarray, j: np.ndarray, K: int, ties: 
         C = np.column_stack([C[:, 0] + half, C[:, 1] + half])
     try:
         x, _, _ = _newton(np.array(start, dtype=float), i, j, C, K, lam,
-                          GRAD_TOL * (1.0 + float(C.sum())), max_iter=50)
+                          BOOT_TOL * (1.0 + float(C.sum())), max_iter=50)
     except (ConvergenceError, np.linalg.LinAlgError):
         return None
     x = x.copy()
