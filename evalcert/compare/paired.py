@@ -53,7 +53,7 @@ _TEST_NAMES = {"mcnemar": "exact McNemar", "t": "paired t", "wilcoxon": "Wilcoxo
                "cluster": "cluster-robust t"}
 #: most bootstrap replicates; dense score cells held at once in compare
 MAX_BOOT = 100_000
-_MAX_DENSE = 2 * 10 ** 8
+_MAX_DENSE = 5 * 10 ** 7
 
 
 @dataclasses.dataclass(frozen=True)
