@@ -66,8 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     compare.add_argument("--format", choices=("wide", "long"), default="wide",
                          help="wide (default) or long (agent,item,score)")
     compare.add_argument("--groups", default=None,
-                         help="CSV with columns item,group: cluster items (turns of one "
-                              "question, a task) for cluster-robust intervals")
+                         help="table with columns item and group (--group-column): cluster "
+                              "items (turns of one question, a task) for cluster-robust "
+                              "intervals")
+    compare.add_argument("--group-column", default="group",
+                         help="column of --groups holding the cluster (default group)")
     compare.add_argument("--group-sep", default=None,
                          help="cluster items by their name up to the first SEP (e.g. '/' "
                               "groups q12/turn1 and q12/turn2)")
@@ -128,12 +131,12 @@ def _groups(args: argparse.Namespace, items) -> dict | None:
         return None
     from evalcert.tables import read_table
 
-    table = read_table(args.groups, required=("item", "group"))
+    table = read_table(args.groups, required=("item", args.group_column))
     if table["item"].duplicated().any():
         dup = table["item"][table["item"].duplicated()].iloc[0]
         raise InputError(f"{args.groups}: item {dup!r} is listed more than once; give each "
                          "item one group")
-    groups = dict(zip(table["item"], table["group"]))
+    groups = dict(zip(table["item"], table[args.group_column]))
     unknown = set(groups) - set(items)
     if unknown:
         print(f"evalcert: note: {len(unknown)} items of {args.groups} are not in the results "

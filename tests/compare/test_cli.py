@@ -86,3 +86,17 @@ def test_compare_bad_results_get_one_line_and_exit_2(tmp_path):
     assert status == 2 and "share fewer than 2 scored items" in err
     status, _, err = run_cli(["compare", str(one), "--groups", "g.csv", "--group-sep", "/"])
     assert status == 2 and "give one" in err
+
+
+def test_compare_groups_from_a_table_with_a_named_column(tmp_path):
+    X = (np.random.default_rng(1).random((3, 40)) < [[0.8], [0.5], [0.3]]).astype(int)
+    path = _results(tmp_path, X)
+    items = pd.read_csv(path).columns[1:]
+    pd.DataFrame({"item": items, "subset": [f"s{k % 4}" for k in range(len(items))]}).to_csv(
+        tmp_path / "items.csv", index=False)
+    status, out, err = run_cli(["compare", str(path), "--boot", "0", "--groups",
+                                str(tmp_path / "items.csv"), "--group-column", "subset"])
+    assert status == 0, err
+    assert "in 4 clusters: cluster-robust t test" in out
+    status, _, err = run_cli(["compare", str(path), "--groups", str(tmp_path / "items.csv")])
+    assert status == 2 and "group" in err
