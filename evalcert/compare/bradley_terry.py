@@ -67,6 +67,8 @@ MAX_ITER = 100
 #: orders of magnitude below the bootstrap's spread)
 BOOT_TOL = 1e-10
 _LISTED = 8
+#: most models of one fit (Newton holds a dense K x K Hessian)
+MAX_MODELS = 5000
 
 
 def _names(models, idx) -> str:
@@ -413,6 +415,9 @@ def fit_bradley_terry(counts: PairwiseCounts, *, ties: str = "half",
     if ties == "davidson" and counts.ties.sum() == 0 and prior_sd is None:
         raise InputError("ties='davidson' needs at least one tie (its tie parameter has no "
                          "finite estimate otherwise); use ties='half'")
+    if counts.n_models > MAX_MODELS:
+        raise InputError(f"{counts.n_models} models; a Bradley-Terry fit here holds a dense "
+                         f"K x K Hessian and takes at most {MAX_MODELS}: rank a subset")
     start_time = time.perf_counter()
     K = counts.n_models
     i, j, C = _problem(counts, ties)

@@ -54,6 +54,8 @@ _TEST_NAMES = {"mcnemar": "exact McNemar", "t": "paired t", "wilcoxon": "Wilcoxo
 #: most bootstrap replicates; dense score cells held at once in compare
 MAX_BOOT = 100_000
 _MAX_DENSE = 5 * 10 ** 7
+#: most pairs of models compared at once (each is a test)
+MAX_PAIRS = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,6 +256,9 @@ def compare(S: Any, *, groups: Sequence[Any] | Mapping[str, Any] | None = None,
     if K < 2:
         raise InputError(f"only one model ({models[0] if models else 'none'}) in the results; "
                          "a comparison needs at least two")
+    if K * (K - 1) // 2 > MAX_PAIRS:
+        raise InputError(f"{K} models make {K * (K - 1) // 2} pairs, more than compare tests at "
+                         f"once ({MAX_PAIRS}); compare a subset of the models")
     if K * J > _MAX_DENSE:
         raise InputError(f"{K} models x {J} items = {K * J} cells is more than compare holds "
                          f"({_MAX_DENSE}); compare fewer models or items at a time")

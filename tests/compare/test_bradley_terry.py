@@ -215,3 +215,10 @@ def test_arena_size_fit_equals_the_independent_newton_fit():
     fit = fit_bradley_terry(counts)
     ref = _reference_newton(frame, counts.models)
     assert np.abs(fit.theta - ref).max() < 1e-6 and fit.certificate.proves_optimum
+
+
+def test_too_many_models_for_a_dense_hessian_are_refused():
+    names = [f"m{k}" for k in range(5001)]
+    c = PairwiseCounts.from_battles(names, names[1:] + names[:1], ["model_a"] * 5001)
+    with pytest.raises(InputError, match="5001 models; .* at most 5000"):
+        rank(c)

@@ -167,3 +167,8 @@ def test_one_model_and_pairs_without_shared_items_are_refused():
     X = np.array([[1, 0, np.nan, np.nan], [np.nan, np.nan, 1, 0.0], [1, 1, 0, 0.0]])
     with pytest.raises(InputError, match="share fewer than 2 scored items .*m0 and m1"):
         compare(_matrix(X))
+
+
+def test_too_many_pairs_are_refused_before_any_work():
+    with pytest.raises(InputError, match="700 models make 244650 pairs"):
+        compare(ScoreMatrix.from_array(np.zeros((700, 3)), bounds=(0, 1)))
