@@ -129,7 +129,7 @@ def _groups(args: argparse.Namespace, items) -> dict | None:
         return {item: item.split(args.group_sep, 1)[0] for item in items}
     if args.groups is None:
         return None
-    from evalcert.tables import read_table
+    from evalcert.io.tables import read_table
 
     table = read_table(args.groups, required=("item", args.group_column))
     if table["item"].duplicated().any():
@@ -163,8 +163,8 @@ def run_compare(args: argparse.Namespace) -> int:
     >>> tmp.cleanup()
     """
     from evalcert.compare.paired import compare
-    from evalcert.data import read_scores
-    from evalcert.outputs import check_outputs
+    from evalcert.io.scores import read_scores
+    from evalcert.io.outputs import check_outputs
 
     check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.results],
                   force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
@@ -205,7 +205,7 @@ def run_rank(args: argparse.Namespace) -> int:
     """
     from evalcert.compare.leaderboard import rank
     from evalcert.io.arena import read_arena
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.pairwise],
                   force=args.force, suffixes={"--plot": PLOT_SUFFIXES})

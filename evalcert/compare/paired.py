@@ -324,7 +324,7 @@ def compare(S: Any, *, groups: Sequence[Any] | Mapping[str, Any] | None = None,
 def _irt_ranks(X, M, models, irt: str, alpha: float, binary: bool):
     if not binary:
         raise InputError(f"IRT rank intervals (irt={irt!r}) need 0/1 scores; these are graded")
-    from evalcert.solvers.irt import fit_irt
+    from evalcert.irt import fit_irt
 
     est = fit_irt(np.where(M, X, np.nan), model=irt)
     theta = np.asarray(est.abilities_, dtype=float)

@@ -34,7 +34,7 @@ import numpy as np
 
 from evalcert.compare.counts import CountsBuilder, PairwiseCounts, outcome_code
 from evalcert.errors import InputError
-from evalcert.tables import check_file, table_format
+from evalcert.io.tables import check_file, table_format
 
 __all__ = ["read_pairwise", "iter_json_array", "BATCH_ROWS"]
 
