@@ -219,29 +219,38 @@ class CountsBuilder:
         if judge is not None:
             self._judged = True
             judge = np.asarray(judge, dtype=np.int64)
-        else:
-            judge = np.zeros(len(a), dtype=np.int64)
-        same = a == b
-        if same.any():
-            self.drop("self-battle", int(same.sum()) if weight is None else int(weight[same].sum()))
-            keep = ~same
-            a, b, outcome, judge = a[keep], b[keep], outcome[keep], judge[keep]
-            weight = None if weight is None else weight[keep]
-        swap = a > b
-        lo, hi = np.where(swap, b, a), np.where(swap, a, b)
-        outcome = np.where(swap & (outcome < 2), 1 - outcome, outcome)
-        K = int(hi.max()) + 1 if len(hi) else 0
-        L = int(judge.max()) + 1 if len(judge) else 0
-        if L * K * K * 4 <= self._DENSE:             # counting, O(battles + L K^2)
-            dense = np.bincount(((judge * K + lo) * K + hi) * 4 + outcome, weights=weight,
-                                minlength=L * K * K * 4)
-            flat = np.flatnonzero(dense)
-            w = dense[flat].astype(float)
+        K = max(int(a.max()), int(b.max())) + 1 if len(a) else 0
+        L = int(judge.max()) + 1 if judge is not None and len(judge) else 1
+        if L * K * K * 4 <= self._DENSE:
+            # count directed (judge, a, b, outcome) cells in one pass, O(battles), then fold
+            # (b, a) onto (a, b) with the winner swapped on the small L x K x K x 4 table
+            index = (a * K + b) * 4 + outcome
+            if judge is not None:
+                index += judge * (K * K * 4)
+            D = np.bincount(index, weights=weight, minlength=L * K * K * 4).reshape(L, K, K, 4)
+            diag = np.arange(K)
+            self.drop("self-battle", int(round(float(D[:, diag, diag].sum()))))
+            folded = D + D.transpose(0, 2, 1, 3)[..., [1, 0, 2, 3]]
+            folded[:, np.tril_indices(K)[0], np.tril_indices(K)[1]] = 0
+            flat = np.flatnonzero(folded)
+            w = folded.ravel()[flat].astype(float)
             cell, out = np.divmod(flat, 4)
             jk, hi_ = np.divmod(cell, K)
             jj, lo_ = np.divmod(jk, K)
             keys = (jj << 44) | (lo_ << 23) | (hi_ << 2) | out
         else:
+            if judge is None:
+                judge = np.zeros(len(a), dtype=np.int64)
+            same = a == b
+            if same.any():
+                self.drop("self-battle",
+                          int(same.sum()) if weight is None else int(weight[same].sum()))
+                keep = ~same
+                a, b, outcome, judge = a[keep], b[keep], outcome[keep], judge[keep]
+                weight = None if weight is None else weight[keep]
+            swap = a > b
+            lo, hi = np.where(swap, b, a), np.where(swap, a, b)
+            outcome = np.where(swap & (outcome < 2), 1 - outcome, outcome)
             key = (judge << 44) | (lo << 23) | (hi << 2) | outcome   # 2^19 judges, 2^21 models
             keys, inverse = np.unique(key, return_inverse=True)
             w = np.bincount(inverse, weights=weight, minlength=len(keys))

@@ -219,8 +219,10 @@ class _Batches:
                               self.builder.judge_codes)
             self.builder.drop("without a judge", int((ok & (judge < 0)).sum()))
             ok &= judge >= 0
-            judge = judge[ok]
-        self.builder.add(a[ok], b[ok], outcome[ok], judge=judge)
+        if not ok.all():
+            a, b, outcome = a[ok], b[ok], outcome[ok]
+            judge = None if judge is None else judge[ok]
+        self.builder.add(a, b, outcome, judge=judge)
 
     def build(self) -> PairwiseCounts:
         if self.bad:
