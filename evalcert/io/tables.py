@@ -28,11 +28,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
-from evalcert.data.frames import looks_numeric
+import numpy as np
+
 from evalcert.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["read_table", "table_format", "looks_numeric", "check_file", "TABLE_SUFFIXES"]
 
@@ -97,7 +100,18 @@ def _decode(path: Path, raw: bytes) -> str:
     return text
 
 
+def __getattr__(name: str) -> Any:
+    # looks_numeric lives in evalcert.data.frames (pandas, SciPy): imported on first use, so
+    # readers that only need check_file / table_format (the pairwise logs) start light
+    if name == "looks_numeric":
+        from evalcert.data.frames import looks_numeric
+        return looks_numeric
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFrame:
+    import pandas as pd
+
     rows = list(csv.reader(io.StringIO(text), delimiter=sep))
     while rows and not any(cell.strip() for cell in rows[-1]):
         rows.pop()
@@ -126,6 +140,8 @@ def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFra
 
 
 def _records(path: Path, records: list) -> pd.DataFrame:
+    import pandas as pd
+
     if not records:
         raise InputError(f"{path} holds no records")
     bad = [i + 1 for i, r in enumerate(records) if not isinstance(r, dict)]
@@ -210,6 +226,10 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
     ...     read_table(path, required=["agent"]).to_dict("records")
     [{'agent': 'NA', 'q1': '0.5', 'q2': ''}]
     """
+    import pandas as pd
+
+    from evalcert.data.frames import looks_numeric
+
     path = Path(path)
     head = check_file(path)
     fmt = format or table_format(path)
