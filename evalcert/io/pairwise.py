@@ -118,6 +118,27 @@ def iter_json_array(path: str | Path, chunk_bytes: int = _CHUNK) -> Iterator[dic
             raise InputError(f"{path}: not valid UTF-8 text; save it as UTF-8") from None
 
 
+def _signed_ids() -> set:
+    import pyarrow as pa
+    return {pa.int8().id, pa.int16().id, pa.int32().id, pa.int64().id}
+
+
+_SIGNED: set = set()
+
+
+def _indices(column, null_code: int) -> np.ndarray:
+    """The dictionary indices of ``column`` as a NumPy view, ``null_code`` where null (no
+    pandas round trip: Arrow's copying ``to_numpy`` imports pandas)."""
+    if not _SIGNED:
+        _SIGNED.update(_signed_ids())
+    indices = column.indices
+    if column.null_count:
+        indices = indices.fill_null(null_code)
+    dtype = np.dtype(f"{'int' if indices.type.id in _SIGNED else 'uint'}{indices.type.bit_width}")
+    return np.frombuffer(indices.buffers()[1], dtype=dtype, count=len(indices),
+                         offset=indices.offset * dtype.itemsize)
+
+
 def _to_codes(builder: CountsBuilder, column, codes=None) -> np.ndarray:
     """Global codes of a string column (-1 where null) via Arrow dictionary encoding."""
     import pyarrow as pa
@@ -132,9 +153,7 @@ def _to_codes(builder: CountsBuilder, column, codes=None) -> np.ndarray:
     words = column.dictionary.to_pylist()
     codes = builder.codes if codes is None else codes
     local = np.append(codes([str(w) for w in words]), -1) if words else np.array([-1])
-    idx = column.indices.to_numpy(zero_copy_only=False)
-    if column.null_count:
-        idx = np.where(column.is_null().to_numpy(zero_copy_only=False), len(words), idx)
+    idx = _indices(column, len(words))
     return local[idx.astype(np.int64)]
 
 
@@ -151,9 +170,7 @@ def _outcomes(column, a_col, b_col) -> np.ndarray:
         column = column.dictionary_encode()
     words = column.dictionary.to_pylist()
     local = np.array([outcome_code(w) for w in words] + [-2], dtype=np.int64)
-    idx = column.indices.to_numpy(zero_copy_only=False)
-    if column.null_count:
-        idx = np.where(column.is_null().to_numpy(zero_copy_only=False), len(words), idx)
+    idx = _indices(column, len(words))
     out = local[idx.astype(np.int64)]
     unknown = np.flatnonzero(out == -1)
     if len(unknown):                   # the winner may be a model's name
