@@ -36,7 +36,7 @@ from scipy.special import logsumexp
 from evalcert.errors import ConvergenceError, InputError
 
 __all__ = ["grid", "MarginalData", "maximise", "SLOPE_PRIOR", "slope_prior_terms",
-           "diverging_slopes"]
+           "diverging_slopes", "check_slopes"]
 
 #: default precision of the log-normal slope prior ``log a ~ N(0, 1/4)`` (sd 0.5)
 SLOPE_PRIOR = 4.0
@@ -99,6 +99,44 @@ def diverging_slopes(a: np.ndarray, item_names: tuple[str, ...], *, limit: float
             "longer resolves them: the models split them (almost) perfectly; use a slope "
             f"prior (slope_prior={SLOPE_PRIOR:g}, the default) or drop those items (or raise "
             "n_quad if such steep slopes are real)")
+
+
+def check_slopes(a: np.ndarray, d: np.ndarray, *, what: str,
+                 item_names: tuple[str, ...] | None, limit: float, solver: str,
+                 pure_ml: bool = True) -> None:
+    """Stop a fit at once, with the reason, when pure-ML slopes run away or values turn non-finite.
+
+    Called on every iterate of every marginal fit (the 2PL's EM steps in
+    :mod:`~.mml`, the L-BFGS iterates of :func:`maximise` for the 3PL and the
+    GRM), so a slope whose MLE does not exist is named as soon as it passes
+    ``limit`` instead of after the iteration budget. ``pure_ml=False`` (a slope
+    prior, or one common slope) checks finiteness only.
+
+    Raises
+    ------
+    ConvergenceError
+        status ``"diverged"``, the message from :func:`diverging_slopes`.
+
+    Examples
+    --------
+    >>> check_slopes(np.array([1.0, 2.0]), np.zeros(2), what="demo", item_names=None,
+    ...              limit=10.0, solver="em")
+    >>> try:
+    ...     check_slopes(np.array([1.0, 12.0]), np.zeros(2), what="demo", item_names=None,
+    ...                  limit=10.0, solver="em")
+    ... except ConvergenceError as exc:
+    ...     print(str(exc)[:60])
+    demo: the slope MLE does not exist for 1 item: item 1 (|a| = 
+    """
+    why = None
+    if pure_ml and np.any(np.abs(a) > limit):            # name the items only when needed
+        names = item_names if item_names is not None else tuple(f"item {j}"
+                                                                for j in range(a.size))
+        why = diverging_slopes(a, names, limit=limit)
+    if why is None and not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))):
+        why = "the item parameters became non-finite"
+    if why is not None:
+        raise ConvergenceError(f"{what}: {why}", solver=solver, status="diverged")
 
 
 def grid(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -165,22 +203,22 @@ class MarginalData:
 def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
              tol: float, max_iter: int, what: str, max_se_params: int = 400,
              verbose: bool = False,
-             diagnose: Callable[[np.ndarray], str | None] | None = None) -> dict:
+             check: Callable[[np.ndarray], None] | None = None) -> dict:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS; certify and estimate the covariance.
 
     Returns ``x``, ``n_iter``, ``gradient`` (max abs at ``x``), ``cov`` (inverse
     of the central-difference Hessian, or None above ``max_se_params``) and
     ``stationarity`` (max ``|g| / sqrt(H_kk)``, NaN without a Hessian).
-    ``diagnose(x)``, if given, says why a point is no acceptable optimum (e.g.
-    :func:`diverging_slopes`: L-BFGS also stops "converged" where a runaway
-    slope has flattened the gradient): its text, at the last point, replaces
-    the generic advice of a failure and turns a success into a failure.
+    ``check(x)``, if given, runs on every iterate and raises when the point
+    shows that no acceptable optimum exists (e.g. :func:`check_slopes`: a
+    runaway pure-ML slope; L-BFGS would otherwise crawl after it for the whole
+    budget, or stop "converged" where it has flattened the gradient).
 
     Raises
     ------
     ConvergenceError
         The iteration budget ran out, the final gradient exceeds ``1e3 tol``, or
-        ``diagnose`` found a reason (status ``"diverged"``).
+        or whatever ``check`` raises.
 
     Examples
     --------
@@ -197,21 +235,27 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
         from tqdm import tqdm
 
         bar = tqdm(total=max_iter, desc=what, unit="it", file=__import__("sys").stderr)
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B",
-                   callback=(lambda *_: bar.update(1)) if bar is not None else None,
-                   options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
-                            "ftol": 1e-15, "maxcor": 30})
-    if bar is not None:
-        bar.close()
+
+    def each_iterate(xk: np.ndarray) -> None:
+        if bar is not None:
+            bar.update(1)
+        if check is not None:
+            check(xk)
+
+    try:
+        res = minimize(fun, x0, jac=True, method="L-BFGS-B",
+                       callback=each_iterate if bar is not None or check is not None else None,
+                       options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
+                                "ftol": 1e-15, "maxcor": 30})
+    finally:
+        if bar is not None:
+            bar.close()
     value, g = fun(res.x)
     grad = float(np.max(np.abs(g))) if g.size else 0.0
-    why = diagnose(res.x) if diagnose is not None else None
-    if why and not (res.nit >= max_iter or grad > 1e3 * tol):
-        raise ConvergenceError(f"{what}: {why}", solver="L-BFGS-B", status="diverged")
     if res.nit >= max_iter or grad > 1e3 * tol:
         raise ConvergenceError(f"{what}: L-BFGS stopped after {res.nit} iterations "
                                f"({res.message}) with max |gradient| {grad:.3g} > tol {tol:g}; "
-                               + (why or "raise max_iter, loosen tol or strengthen the priors"),
+                               "raise max_iter, loosen tol or strengthen the priors",
                                solver="L-BFGS-B", status=str(res.message))
     cov, stat = None, float("nan")
     if res.x.size <= max_se_params:

@@ -45,7 +45,7 @@ from scipy.special import expit
 from evalcert.errors import InputError
 from evalcert.solvers.irt.base import IRTEstimator
 from evalcert.solvers.irt.data import validate_responses
-from evalcert.solvers.irt.marginal import (SLOPE_PRIOR, MarginalData, diverging_slopes,
+from evalcert.solvers.irt.marginal import (SLOPE_PRIOR, MarginalData, check_slopes,
                                            maximise, slope_prior_terms)
 
 __all__ = ["GradedResponse"]
@@ -188,8 +188,9 @@ class GradedResponse(IRTEstimator):
         out = maximise(lambda x: self._objective(x, md, m, K), x0, tol=self.tol,
                        max_iter=self.max_iter, what="graded mml", verbose=self.verbose,
                        max_se_params=self.max_se_params if self.standard_errors else -1,
-                       diagnose=lambda x: None if self.slope_prior else diverging_slopes(
-                           x[:m], item_names, limit=2 / (md.z[1] - md.z[0])))
+                       check=None if self.slope_prior else lambda x: check_slopes(
+                           x[:m], x[m:2 * m], what="graded mml", item_names=tuple(item_names),
+                           limit=2 / (md.z[1] - md.z[0]), solver="L-BFGS-B"))
         x = out["x"]
         self._objective(x, md, m, K)
         loglik, post = self._last
