@@ -36,7 +36,7 @@ from scipy.special import logsumexp
 from evalcert.errors import ConvergenceError, InputError
 
 __all__ = ["grid", "MarginalData", "maximise", "SLOPE_PRIOR", "slope_prior_terms",
-           "diverging_slopes", "check_slopes"]
+           "diverging_slopes", "check_slopes", "observed_covariance"]
 
 #: default precision of the log-normal slope prior ``log a ~ N(0, 1/4)`` (sd 0.5)
 SLOPE_PRIOR = 4.0
@@ -200,6 +200,38 @@ class MarginalData:
         return eap, np.sqrt(np.maximum(post @ self.z ** 2 - eap ** 2, 0.0))
 
 
+def observed_covariance(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.ndarray,
+                        g: np.ndarray, max_se_params: int) -> tuple[np.ndarray | None, float]:
+    """Inverse of the central-difference Hessian of ``fun`` (a negated log-likelihood) at ``x``.
+
+    ``g`` is the gradient at ``x``. Returns the covariance (None above
+    ``max_se_params`` parameters or for a singular Hessian) and the
+    stationarity ``max |g_k| / sqrt(H_kk)`` (NaN without a positive diagonal).
+
+    Examples
+    --------
+    >>> fun = lambda x: (float(np.sum((x - 1.0) ** 2)), 2.0 * (x - 1.0))
+    >>> cov, stat = observed_covariance(fun, np.ones(2), np.zeros(2), 400)
+    >>> cov.round(6).tolist(), stat
+    ([[0.5, 0.0], [0.0, 0.5]], 0.0)
+    """
+    if x.size > max_se_params:
+        return None, float("nan")
+    H = np.empty((x.size, x.size))
+    for k in range(x.size):
+        h = 1e-5 * max(1.0, abs(x[k]))
+        step = np.zeros_like(x)
+        step[k] = h
+        H[:, k] = (fun(x + step)[1] - fun(x - step)[1]) / (2 * h)
+    H = 0.5 * (H + H.T)
+    diag = np.diag(H)
+    stat = float(np.max(np.abs(g) / np.sqrt(diag))) if np.all(diag > 0) else float("nan")
+    try:
+        return np.linalg.inv(H), stat
+    except np.linalg.LinAlgError:
+        return None, stat
+
+
 def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
              tol: float, max_iter: int, what: str, max_se_params: int = 400,
              verbose: bool = False,
@@ -257,21 +289,6 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
                                f"({res.message}) with max |gradient| {grad:.3g} > tol {tol:g}; "
                                "raise max_iter, loosen tol or strengthen the priors",
                                solver="L-BFGS-B", status=str(res.message))
-    cov, stat = None, float("nan")
-    if res.x.size <= max_se_params:
-        H = np.empty((res.x.size, res.x.size))
-        for k in range(res.x.size):
-            h = 1e-5 * max(1.0, abs(res.x[k]))
-            step = np.zeros_like(res.x)
-            step[k] = h
-            H[:, k] = (fun(res.x + step)[1] - fun(res.x - step)[1]) / (2 * h)
-        H = 0.5 * (H + H.T)
-        diag = np.diag(H)
-        if np.all(diag > 0):
-            stat = float(np.max(np.abs(g) / np.sqrt(diag)))
-        try:
-            cov = np.linalg.inv(H)
-        except np.linalg.LinAlgError:
-            cov = None
+    cov, stat = observed_covariance(fun, res.x, g, max_se_params)
     return {"x": res.x, "n_iter": int(res.nit), "value": float(value), "gradient": grad,
             "cov": cov, "stationarity": stat}
