@@ -18,7 +18,8 @@ M-step
     ``sum_qk r_jkq log P_jk(z_q)`` (plus log-priors) is raised by one
     Fisher-scoring step per EM iteration in the item's free parameters
     ``(log a_j, d_j1, log gaps)`` (the thresholds stay ordered; a middle
-    category nobody used drives its gap to 0 geometrically). The step
+    category nobody used drives its gap to 0 geometrically, down to
+    ``e^LOG_GAP_FLOOR``). The step
     uses the multinomial's expected information, which in the cumulative
     logits ``eta_k = a z + d_k`` is tridiagonal at each node
     (``I_kk = n W_k^2 (1/P_k + 1/P_{k-1})``, ``I_k,k+1 = -n W_k W_k+1 / P_k``,
@@ -44,12 +45,16 @@ import numpy as np
 from scipy import sparse
 from scipy.special import expit
 
+from evalcert.solvers.irt.anderson import accelerated_em
 from evalcert.solvers.irt.base import progress_bar
 from evalcert.solvers.irt.marginal import check_slopes, grid
 
-__all__ = ["graded_em", "unpack", "pack"]
+__all__ = ["graded_em", "GradedEStep", "unpack", "pack"]
 
 _TINY = 1e-300
+#: log gaps stop here (thresholds 2e-9 apart: one for every purpose); below, a gap's
+#: gradient and curvature vanish and its meaningless moves would steer the extrapolation
+LOG_GAP_FLOOR = -20.0
 
 
 def unpack(x: np.ndarray, m: int, K: int, slope_prior: float
@@ -151,6 +156,7 @@ def _m_step(r: np.ndarray, X: np.ndarray, z: np.ndarray, slope_prior: float, tau
     todo = np.arange(m)
     for _ in range(12):                 # past 2^-11 of a step the item keeps its parameters
         Xt = X[todo] + step[todo]
+        np.maximum(Xt[:, 2:], LOG_GAP_FLOOR, out=Xt[:, 2:])
         at, dt, _ = _item_unpack(Xt, slope_prior)
         ok = np.all(np.isfinite(Xt), axis=1)
         if ok.any():
@@ -170,6 +176,39 @@ def _item_unpack(X: np.ndarray, slope_prior: float):
     a = np.exp(X[:, 0]) if slope_prior > 0 else X[:, 0]
     gaps = np.exp(X[:, 2:])
     return a, np.column_stack([X[:, 1], X[:, 1:2] - np.cumsum(gaps, axis=1)]), gaps
+
+
+class GradedEStep:
+    """The E-step on the observed cells: marginal log-likelihood and expected counts.
+
+    Examples
+    --------
+    >>> estep = GradedEStep(np.array([[0, 2], [1, -1]]), K=3, n_quad=21)
+    >>> _, loglik, r = estep(np.ones(2), np.array([[1.0, -1.0], [0.5, -0.5]]))
+    >>> r.shape, np.round(r.sum(axis=(1, 2)), 12).tolist()   # one unit per answered cell
+    ((2, 3, 21), [2.0, 1.0])
+    """
+
+    def __init__(self, codes: np.ndarray, K: int, n_quad: int):
+        n, m = codes.shape
+        self.K, self.m = K, m
+        self.z, self.logw = grid(n_quad)
+        rows, cols = np.nonzero(codes >= 0)
+        self.n_cells = rows.size
+        self.B = sparse.csr_matrix((np.ones(rows.size), (rows, cols * K + codes[rows, cols])),
+                                   shape=(n, m * K))
+        self.Bt = self.B.T.tocsr()
+
+    def __call__(self, a: np.ndarray, d: np.ndarray):
+        """``(_probabilities(a, d), marginal log-likelihood, counts r (M, K, Q))``."""
+        probabilities = _probabilities(a, d, self.z)
+        ll = self.B @ probabilities[2].reshape(self.m * self.K, -1) + self.logw
+        top = ll.max(axis=1, keepdims=True)
+        post = np.exp(ll - top)
+        total = post.sum(axis=1, keepdims=True)
+        post /= total
+        loglik = float(np.sum(top[:, 0] + np.log(total[:, 0])))
+        return probabilities, loglik, (self.Bt @ post).reshape(self.m, self.K, -1)
 
 
 def graded_em(codes: np.ndarray, K: int, x0: np.ndarray, *, slope_prior: float,
@@ -199,25 +238,14 @@ def graded_em(codes: np.ndarray, K: int, x0: np.ndarray, *, slope_prior: float,
     >>> bool(np.all(np.abs(d / a[:, None] - [1.0, 0.0, -1.0]) < 0.5))  # b = -d/a near the cuts
     True
     """
-    n, m = codes.shape
-    z, logw = grid(n_quad)
-    obs = codes >= 0
-    rows, cols = np.nonzero(obs)
-    B = sparse.csr_matrix((np.ones(rows.size), (rows, cols * K + codes[rows, cols])),
-                          shape=(n, m * K))
-    Bt = B.T.tocsr()
+    m = codes.shape[1]
+    estep = GradedEStep(codes, K, n_quad)
+    z = estep.z
     limit = 2 / (z[1] - z[0])
 
     def em(x: np.ndarray):
         a, d, _ = unpack(x, m, K, slope_prior)
-        probabilities = _probabilities(a, d, z)
-        ll = B @ probabilities[2].reshape(m * K, -1) + logw
-        top = ll.max(axis=1, keepdims=True)
-        post = np.exp(ll - top)
-        total = post.sum(axis=1, keepdims=True)
-        post /= total
-        loglik = float(np.sum(top[:, 0] + np.log(total[:, 0])))
-        r = (Bt @ post).reshape(m, K, -1)
+        probabilities, loglik, r = estep(a, d)
         prior = -0.5 * threshold_prior * float(np.sum(d ** 2))
         if slope_prior > 0:
             prior -= 0.5 * slope_prior * float(np.sum(np.log(a) ** 2))
@@ -232,8 +260,6 @@ def graded_em(codes: np.ndarray, K: int, x0: np.ndarray, *, slope_prior: float,
         a, d, _ = unpack(x, m, K, slope_prior)
         a1, d1, _ = unpack(gx, m, K, slope_prior)
         return max(float(np.max(np.abs(a1 - a))), float(np.max(np.abs(d1 - d))))
-
-    from evalcert.solvers.irt.anderson import accelerated_em
 
     bar = progress_bar(verbose, max_iter, what)
     try:
