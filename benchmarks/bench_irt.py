@@ -64,7 +64,7 @@ import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
 from evalcert.results import format_table
-from evalcert.solvers.irt import Rasch, TwoPL
+from evalcert.irt import Rasch, TwoPL
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from irt_kernels import KERNEL_HEADERS, binary_estep, kernel_row  # noqa: E402

@@ -59,7 +59,7 @@ def simulate_grm(n: int = 60, m: int = 400, K: int = 10, seed: int = 0):
 
 def grm_runners() -> dict:
     def mine(Y):
-        from evalcert.solvers.irt import GradedResponse
+        from evalcert.irt import GradedResponse
         est = GradedResponse(standard_errors=False).fit(Y)
         return np.concatenate([[est.loglik_], est.discriminations_])
 
@@ -75,7 +75,7 @@ def threepl_runners() -> dict:
     def mine(guessing):
         def run(Y):
             from evalcert.errors import ConvergenceError
-            from evalcert.solvers.irt import ThreePL
+            from evalcert.irt import ThreePL
             try:
                 est = ThreePL(guessing=guessing, slope_prior=0, standard_errors=False).fit(Y)
             except ConvergenceError as exc:
@@ -97,8 +97,8 @@ def threepl_runners() -> dict:
 def reliability_runners() -> dict:
     """Pure-ML 2PL fits (no priors: the same model) and their reliabilities, both libraries."""
     def mine(Y):
-        from evalcert.solvers.irt import TwoPL
-        from evalcert.solvers.irt.reliability import empirical_rxx, marginal_rxx
+        from evalcert.irt import TwoPL
+        from evalcert.irt.reliability import empirical_rxx, marginal_rxx
         est = TwoPL(method="mml", slope_prior=0).fit(Y)
         return np.array([est.loglik_, marginal_rxx(est), empirical_rxx(est),
                          empirical_rxx(est, method="posterior")])

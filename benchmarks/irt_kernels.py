@@ -40,8 +40,8 @@ def floor_seconds(n_values: int, repeat: int = 5) -> float:
 
 def binary_estep(Y: np.ndarray, rasch: bool = False, repeat: int = 5) -> tuple:
     """``(kernel, cells x nodes, E-step s, floor s)`` of the 2PL/Rasch MML E-step on ``Y``."""
-    from evalcert.solvers.irt.mml import auto_n_quad
-    from evalcert.solvers.irt.mml_estep import _AdaptiveEStep, _CompleteEStep
+    from evalcert.irt.estimation.mml_em import auto_n_quad
+    from evalcert.irt.estimation.mml_estep import _AdaptiveEStep, _CompleteEStep
 
     observed = np.isfinite(Y)
     n_quad = auto_n_quad(observed)
@@ -59,8 +59,8 @@ def binary_estep(Y: np.ndarray, rasch: bool = False, repeat: int = 5) -> tuple:
 
 
 def graded_estep(codes: np.ndarray, K: int, n_quad: int = 61, repeat: int = 5) -> tuple:
-    """The same for the GRM's E-step (:class:`~evalcert.solvers.irt.graded_em.GradedEStep`)."""
-    from evalcert.solvers.irt.graded_em import GradedEStep
+    """The same for the GRM's E-step (:class:`~evalcert.irt.estimation.graded_em.GradedEStep`)."""
+    from evalcert.irt.estimation.graded_em import GradedEStep
 
     estep = GradedEStep(codes, K, n_quad)
     m = codes.shape[1]

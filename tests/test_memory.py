@@ -20,7 +20,7 @@ FACTOR = 1.5
 _CHILD = """
 import os, sys
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
-from evalcert.data import read_scores
+from evalcert.io.scores import read_scores
 from evalcert.solvers import ClippedLinear
 S = read_scores(sys.argv[1], format="long")
 model = ClippedLinear(solver="native").fit(S)
