@@ -20,6 +20,10 @@ Issue 26 item 4. Runs, each in its own forked child, timed inside it (best of
   pure-ML 2PL fit (``slope_prior=0``: the same model as mirt's 2PL), by each
   library on its own fit.
 
+- ``4pl 3000x20``: simulated 4PL (floors U(0.1, 0.3), ceilings U(0.8, 0.97)),
+  evalcert's ``FourPL`` with its Beta priors and pure ML, and mirt's ``4PL``:
+  log-likelihood and mean absolute errors of the floors and ceilings.
+
 Then the E-step of each (the GRM's, and the 2PL's on ChemBench) against one
 ``exp`` and one ``log`` pass over its cells x nodes (``irt_kernels``).
 
@@ -46,6 +50,8 @@ HEADERS = ["data", "runner", "seconds", "CPU s", "vs mirt", "loglik", "corr(a)",
            "peak RSS MiB", "status"]
 RXX_HEADERS = ["data", "runner", "seconds", "loglik", "marginal_rxx", "empirical_rxx",
                "empirical_rxx (posterior sd)", "status"]
+FOURPL_HEADERS = ["data", "runner", "seconds", "CPU s", "loglik", "MAE floor c",
+                  "MAE upper u", "status"]
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "irt")
 
 
@@ -92,6 +98,52 @@ def threepl_runners() -> dict:
                                res.coef()["discrimination"].to_numpy(float)])
     return {"evalcert ThreePL c=1/4 slope_prior=0": mine(0.25),
             "evalcert ThreePL slope_prior=0": mine(None), "mirt (PyPI) 3PL": mirt_run}
+
+
+def simulate_4pl(n: int = 3000, m: int = 20, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    theta, b, a = rng.normal(size=n), rng.normal(size=m), rng.lognormal(0, 0.3, m)
+    c, u = rng.uniform(0.1, 0.3, m), rng.uniform(0.8, 0.97, m)
+    p = c + (u - c) / (1 + np.exp(-a * (theta[:, None] - b)))
+    return (rng.random(p.shape) < p).astype(float), c, u
+
+
+def fourpl_runners() -> dict:
+    """``(loglik, floors..., ceilings...)`` of 4PL fits: evalcert with its priors, pure ML, mirt."""
+    def mine(**options):
+        def run(Y):
+            from evalcert.irt import FourPL
+            est = FourPL(standard_errors=False, **options).fit(Y)
+            return np.concatenate([[est.loglik_], est.guessing_, est.upper_])
+        return run
+
+    def mirt_run(Y):
+        import mirt
+        res = mirt.fit_mirt(Y, model="4PL", compute_standard_errors=False)
+        co = res.coef()
+        return np.concatenate([[res.log_likelihood], co["guessing"].to_numpy(float),
+                               co["upper"].to_numpy(float)])
+    return {"evalcert FourPL (Beta priors)": mine(),
+            "evalcert FourPL pure ML": mine(guessing_prior=None, upper_prior=None),
+            "mirt (PyPI) 4PL": mirt_run}
+
+
+def run_fourpl(args) -> list:
+    Y, c, u = simulate_4pl()
+    rows = []
+    for name, run in fourpl_runners().items():
+        if args.skip_peers and not name.startswith("evalcert"):
+            continue
+        status, took, out, rss, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
+        if status == "ok":
+            m = c.size
+            rows.append(("4pl 3000x20", name, took, cpu, out[0],
+                         float(np.abs(out[1:m + 1] - c).mean()),
+                         float(np.abs(out[m + 1:] - u).mean()), status))
+        else:
+            rows.append(("4pl 3000x20", name, took, cpu, *[np.nan] * 3, status))
+        print(f"4pl {name:38s} {status}", file=sys.stderr, flush=True)
+    return rows
 
 
 def reliability_runners() -> dict:
@@ -175,6 +227,8 @@ def main() -> None:
     print(format_table(rows, HEADERS))
     print()
     print(format_table(run_reliability(args), RXX_HEADERS))
+    print()
+    print(format_table(run_fourpl(args), FOURPL_HEADERS))
     print()
     print(format_table(kernels, KERNEL_HEADERS))
 
