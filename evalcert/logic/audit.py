@@ -42,9 +42,14 @@ def panel_statement(result: AlarmResult) -> str:
     """
     which = {1: "label counts (M=1)", 2: "pair counts (M=2)",
              "full": "full joint decisions"}.get(result.m, str(result.m))
-    return (f"Given their {which}, the answer key established by these {len(result.graders)} "
+    head = (f"Given their {which}, the answer key established by these {len(result.graders)} "
             f"graders is logically consistent with each being at least {result.T} "
-            f"({float(result.T):.1%}) correct on every label, and with nothing higher.")
+            f"({float(result.T):.1%}) correct on every label")
+    if result.T_upper is not None:  # stopped at a time limit: only the proven bounds
+        return (head + f", and with nothing higher than {result.T_upper} "
+                f"({float(result.T_upper):.1%}); the time limit left the levels between "
+                "undecided.")
+    return head + ", and with nothing higher."
 
 
 def grader_label_bounds(data: LabelCounts | Decisions, result: AlarmResult,
