@@ -1,4 +1,4 @@
-"""Anderson acceleration of a fixed-point iteration (internal; :func:`~.mml_em.mml_em`, :mod:`~.graded_em`).
+"""Anderson acceleration of a fixed-point iteration (internal; EM in mml_em and graded_em).
 
 For a map ``G`` (one EM step) with residuals ``f_k = G(x_k) - x_k``, Anderson
 mixing (Anderson 1965; "type II" in Walker and Ni 2011, Eq. 2.2-2.3) keeps the
