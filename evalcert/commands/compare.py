@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, float_range, int_range,
+from evalcert.commands._args import (PLOT_SUFFIXES, add_output_flags, float_range, int_range,
                                      nonnegative_int, open_probability)
+from evalcert.commands._sources import RESULTS_FORMATS, add_source_options, read_score_matrix
 from evalcert.errors import InputError
 
 __all__ = ["register", "run_compare", "run_rank"]
@@ -38,7 +39,7 @@ def _parallel_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
     parser.add_argument("--plot", default=None, help="write the figure here (.png, .pdf, .svg)")
-    parser.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(parser)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,10 +62,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "Benjamini-Hochberg adjusted p-values and the minimum detectable "
                     "difference; each model's rank with a simultaneous interval (item "
                     "bootstrap, or IRT abilities with --irt).")
-    compare.add_argument("results", help="per-item scores: CSV/TSV/Parquet/JSONL, wide (model + "
-                                         "one column per item) or long (agent,item,score)")
-    compare.add_argument("--format", choices=("wide", "long"), default="wide",
-                         help="wide (default) or long (agent,item,score)")
+    compare.add_argument("results", help="per-item scores: a tool's results (lm-eval, HELM, "
+                                         "Inspect, EEE, py-irt) or a CSV/TSV/Parquet/JSONL "
+                                         "table, wide (model + one column per item) or long "
+                                         "(agent,item,score)")
+    compare.add_argument("--format", choices=("auto", "wide", "long") + RESULTS_FORMATS,
+                         default="auto",
+                         help="auto (default: a tool's files when recognised, said on "
+                              "stderr; else a wide table), wide, long, or a tool's name")
+    add_source_options(compare)
     compare.add_argument("--groups", default=None,
                          help="table with columns item and group (--group-column): cluster "
                               "items (turns of one question, a task) for cluster-robust "
@@ -163,12 +169,11 @@ def run_compare(args: argparse.Namespace) -> int:
     >>> tmp.cleanup()
     """
     from evalcert.compare.paired import compare
-    from evalcert.io.scores import read_scores
     from evalcert.io.outputs import check_outputs
 
     check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.results],
                   force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
-    S = read_scores(args.results, format=args.format, bounds=(-1e300, 1e300))
+    S = read_score_matrix(args.results, args.format, args, bounds=(-1e300, 1e300))
     result = compare(S, groups=_groups(args, S.items), test=args.test, adjust=args.adjust,
                      alpha=args.alpha, power=args.power, n_boot=args.boot, seed=args.seed,
                      irt=args.irt, n_jobs=args.n_jobs, backend=args.backend,
