@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 __all__ = ["RESULTS_FORMATS", "DECISION_FORMATS", "TOOL_FORMATS", "add_source_options",
-           "source_options"]
+           "source_options", "read_score_matrix"]
 
 RESULTS_FORMATS = ("lm-eval", "helm", "inspect", "eee", "py-irt")
 DECISION_FORMATS = ("fastchat-pair", "fastchat-single", "alpaca-eval")
@@ -62,3 +62,40 @@ def source_options(args: argparse.Namespace) -> dict:
             "stat": getattr(args, "stat", None), "scorer": getattr(args, "scorer", None),
             "score_key": getattr(args, "score_key", None),
             "epochs": getattr(args, "epochs", None)}
+
+
+def read_score_matrix(path: str, fmt: str, args: argparse.Namespace,
+                      bounds: tuple[float, float] = (-1.0, 1.0)):
+    """The per-(model, item) scores of ``path`` for ``fit`` and ``compare``.
+
+    ``fmt`` is ``wide``/``long`` (a table, :func:`evalcert.io.scores.read_scores`), a tool's
+    name (:data:`RESULTS_FORMATS`) or ``auto``: a tool's files when they are recognised (and
+    stderr says which tool, and what was read), else a wide table. ``bounds`` applies to
+    tables; a tool's scores keep the reader's bounds.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
+    >>> _ = path.write_text("agent,q1,q2\\nm1,0.5,1\\nm2,0,-1\\n")
+    >>> read_score_matrix(str(path), "auto", argparse.Namespace()).shape
+    (2, 2)
+    """
+    import sys
+
+    if fmt not in ("wide", "long"):
+        from evalcert.io.detect import detect_format, read_results
+
+        tool = detect_format(path) if fmt == "auto" else fmt
+        if tool is not None:
+            if fmt == "auto":
+                print(f"evalcert: {path}: read as {tool} (detected)", file=sys.stderr)
+            read = read_results(path, tool, **source_options(args))
+            print("evalcert: " + read.summary().replace("\n", "\nevalcert: "), file=sys.stderr)
+            return read.matrix
+        fmt = "wide"
+    from evalcert.io.scores import read_scores
+    from evalcert.progress import heartbeat
+
+    with heartbeat(f"reading {path}"):                             # says so past 3 s
+        return read_scores(path, format=fmt, bounds=bounds)

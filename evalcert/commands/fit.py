@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from evalcert.commands._args import (HTML_SUFFIXES, add_html_option, add_output_flags,
                                      float_range)
-from evalcert.commands._sources import RESULTS_FORMATS, add_source_options, source_options
+from evalcert.commands._sources import RESULTS_FORMATS, add_source_options, read_score_matrix
 
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
 SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos", "qpsolvers-piqp",
@@ -44,7 +43,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evalcert.io.scores import read_scores
     from evalcert.io.outputs import check_outputs
     from evalcert.solvers.backends import check_qp_backend
     from evalcert.solvers.clipped_linear import ClippedLinear
@@ -52,26 +50,7 @@ def run(args: argparse.Namespace) -> int:
     check_outputs({"--json": args.json, "--html": args.html}, inputs=[args.scores],
                   force=args.force, suffixes={"--html": HTML_SUFFIXES})
     check_qp_backend(args.solver)
-    fmt = args.format
-    if fmt not in ("wide", "long"):
-        from evalcert.io.detect import detect_format
-
-        tool = detect_format(args.scores) if fmt == "auto" else fmt
-        if tool is None:
-            fmt = "wide"
-        else:
-            from evalcert.io.detect import read_results
-
-            if args.format == "auto":
-                print(f"evalcert: {args.scores}: read as {tool} (detected)", file=sys.stderr)
-            read = read_results(args.scores, tool, **source_options(args))
-            print("evalcert: " + read.summary().replace("\n", "\nevalcert: "), file=sys.stderr)
-            S = read.matrix
-    if fmt in ("wide", "long"):
-        from evalcert.progress import heartbeat
-
-        with heartbeat(f"reading {args.scores}"):             # says so past 3 s
-            S = read_scores(args.scores, format=fmt)
+    S = read_score_matrix(args.scores, args.format, args)
     model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
     print(model.result_.summary())
     if args.json:

@@ -27,7 +27,7 @@ from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
 # tests/test_startup.py checks them against evalcert.irt.MODELS.
-MODELS = ("2pl", "3pl", "beta", "factor", "graded", "je", "rasch")
+MODELS = ("2pl", "3pl", "3plu", "4pl", "beta", "factor", "graded", "je", "rasch")
 
 #: per-model defaults shown in --help (tests/irt/test_cli_irt.py checks the library)
 DEFAULTS = {
@@ -38,11 +38,13 @@ DEFAULTS = {
     "je": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-3, "dims": 16},
     "3pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
     "graded": {"method": "mml", "max_iter": 3000, "tol": 1e-5, "slope_prior": 4.0},
+    "4pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
+    "3plu": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
 }
 #: methods each model supports (checked against the estimators' ``methods``)
 METHODS = {"rasch": ("jml", "cml", "mml", "map", "mcmc"), "2pl": ("jml", "map", "mml"),
            "factor": ("map", "jml"), "beta": ("jml", "map"), "je": ("map",), "3pl": ("mml",),
-           "graded": ("mml",)}
+           "graded": ("mml",), "4pl": ("mml",), "3plu": ("mml",)}
 #: response kind each model reads (``read_responses(kind=...)``)
 KINDS = {"beta": "unit", "graded": "ordinal"}
 #: estimator options that only some models/methods take: flag -> (models, methods or None)
@@ -51,7 +53,7 @@ _SCOPED = {"optimizer": (("rasch",), ("jml", "map")),
            "lam": (MODELS, ("map", "mcmc")),
            "dims": (("factor", "je"), None),
            "item_embeddings": (("je",), None),
-           "guessing": (("3pl",), None)}
+           "guessing": (("3pl", "4pl"), None)}
 #: options passed only when given, to estimators whose ``__init__`` takes them
 _PASSED = {"max_iter": "max_iter", "tol": "tol", "slope_prior": "slope_prior",
            "progress": "verbose"}
@@ -461,8 +463,9 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
                    help="precision p of the slope prior of mml (log a ~ N(0, 1/p); 0 = pure "
                         f"marginal ML); default {_defaults_text('slope_prior')}")
     p.add_argument("--guessing", type=_floor, default=None,
-                   help="3pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "
-                        "default: estimated per item under a Beta(6, 16) prior")
+                   help="3pl, 4pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "
+                        "default: estimated per item under a Beta(6, 16) prior (3plu: 0; "
+                        "4pl/3plu also estimate an upper asymptote per item, Beta(16, 6))")
     p.add_argument("--no-se", action="store_true",
                    help="skip the standard errors (faster: mml skips the observed "
                         "information); estimates are unchanged, SEs print as not computed")

@@ -345,3 +345,13 @@ def test_items_only_header_lsat_layout_is_detected_and_said(tmp_path, capsys):
     two.write_text("i1,i2,i3\n1,0,1\n0,1,1\n")  # --no-names can say it
     assert main(["irt", "fit", str(two), "--method", "map", "--no-names"]) == 0
     assert "row1..rowN" in capsys.readouterr().err
+@pytest.mark.parametrize("model", ["4pl", "3plu"])
+def test_4pl_and_3plu_through_the_cli(model, wide, tmp_path, capsys):
+    code, text, _ = _run(["irt", "fit", wide, "--model", model, "--no-se",
+                          "--out-dir", tmp_path / model], capsys)
+    assert code == 0 and model in text
+    items = pd.read_csv(tmp_path / model / "items.csv")
+    kept = ~items["excluded"]
+    assert np.all((items["upper"][kept] > items["guessing"][kept])
+                  & (items["upper"][kept] < 1))
+    assert np.all(items["guessing"][kept] == 0) == (model == "3plu")
