@@ -124,6 +124,7 @@ if TYPE_CHECKING:  # the real types for type checkers (`X as X`: re-exported); l
     from evalcert.diagnostics.connectivity import enforce_dcore as enforce_dcore
     from evalcert.diagnostics.bootstrap import bootstrap_fidelity as bootstrap_fidelity
     from evalcert.diagnostics.experiments import sparse_recovery as sparse_recovery
+    from evalcert.compare.leaderboard import rank as rank
     from evalcert.benchmarking.runner import bench as bench
     from evalcert.errors import (EvalcertError as EvalcertError, InputError as InputError,
                                  ConnectivityError as ConnectivityError,
