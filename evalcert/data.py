@@ -42,11 +42,12 @@ import pandas as pd
 from evalcert.data_cells import ConnectivityReport, _sort_cells, bipartite_components
 from evalcert.errors import ConnectivityError, InputError
 from evalcert.memory import estimate_bytes, require_memory
+from evalcert.results import MAX_LISTED as _MAX_LISTED
+from evalcert.results import list_names
 
 __all__ = ["ScoreMatrix", "ConnectivityReport", "read_scores", "bipartite_components",
            "MISSING_TOKENS"]
 
-_MAX_LISTED = 8
 
 
 def __getattr__(name: str):
@@ -59,15 +60,11 @@ def __getattr__(name: str):
 
 
 def _list_cells(cells, total: int) -> str:
-    cells = list(cells)[:_MAX_LISTED]
-    text = ", ".join(f"({a!s}, {i!s})" for a, i in cells)
-    return text + (f", ... ({total} in all)" if total > len(cells) else "")
+    return list_names([f"({a!s}, {i!s})" for a, i in list(cells)[:_MAX_LISTED]], total)
 
 
 def _list_names(names: Sequence[str], total: int | None = None) -> str:
-    total = len(names) if total is None else total
-    shown = ", ".join(str(n) for n in list(names)[:_MAX_LISTED])
-    return shown + (f", ... ({total} in all)" if total > _MAX_LISTED else "")
+    return list_names(names, total)
 
 
 class ScoreMatrix:

@@ -31,7 +31,7 @@ import pandas as pd
 
 from evalcert.data import ScoreMatrix, bipartite_components
 from evalcert.errors import ConnectivityError, InputError, SolverError
-from evalcert.results import ResultMixin, Stopwatch, Timings, format_table
+from evalcert.results import ResultMixin, Stopwatch, Timings, format_table, list_names
 from evalcert.solvers.backends import CVXPY_SOLVERS, check_qp_backend
 from evalcert.solvers.backends.base import CostEstimate, SolveSettings, check_cost
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
@@ -250,8 +250,8 @@ class ClippedLinearResult(ResultMixin):
         for g in self.certificate.binding[:10]:
             if "side" in g:
                 lines.append(f"binding {g['side']} box (theta_i - b_j = {g['bound']:+g}): agents "
-                             f"{g['agents']}, items {g['items'][:6]}{'...' if len(g['items']) > 6 else ''}"
-                             f", multiplier {g['multiplier']:.4g}")
+                             f"{list_names(g['agents'])}; items {list_names(g['items'])}; "
+                             f"multiplier {g['multiplier']:.4g}")
             else:
                 lines.append(f"binding cell ({g['agent']}, {g['item']}) at {g['bound']:+g}, "
                              f"multiplier {g['multiplier']:.4g}")
