@@ -8,6 +8,7 @@ generated pages never land in the working tree.
 
 from __future__ import annotations
 
+import html as html_module
 import importlib.util
 import os
 import re
@@ -70,7 +71,7 @@ def test_tutorial_shows_each_figure_once_and_output_fits_the_page(site, tutorial
     contents = [(site / "_images" / name).read_bytes() for name in images]
     assert len(set(contents)) == len(contents), f"{tutorial}: a figure is shown twice"
     for block in re.findall(r'sphx-glr-script-out.*?<pre>(.*?)</pre>', html, flags=re.S):
-        text = re.sub(r"<[^>]+>", "", block)
+        text = html_module.unescape(re.sub(r"<[^>]+>", "", block))
         assert max(map(len, text.splitlines()), default=0) <= 100, text[:400]
 
 
