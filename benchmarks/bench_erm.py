@@ -53,8 +53,8 @@ import warnings
 import numpy as np
 
 from evalcert.results import format_table
-from evalcert.solvers.irt import Rasch, TwoPL
-from evalcert.tables import read_table
+from evalcert.irt import Rasch, TwoPL
+from evalcert.io.tables import read_table
 
 R_FIT = r"""
 suppressMessages(library(eRm))
@@ -219,10 +219,10 @@ def fd_check(Y: np.ndarray, anchor_ses: np.ndarray, erm_ses: np.ndarray) -> str:
     """Anchor-item SEs from a central difference of the exact CML gradient (complete data).
 
     ``d loglik / d b_j = sum_r n_r pi_j(r) - x_j`` by the summation algorithm
-    (:func:`~evalcert.solvers.irt.log_esf`), differenced in ``b_2..b_M``: an
+    (:func:`~evalcert.irt.log_esf`), differenced in ``b_2..b_M``: an
     arbiter independent of both programs' Hessians.
     """
-    from evalcert.solvers.irt import log_esf
+    from evalcert.irt import log_esf
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         b = Rasch(method="cml", tol=1e-10, anchor_item=0).fit(Y).difficulties_
@@ -249,7 +249,7 @@ def fd_check(Y: np.ndarray, anchor_ses: np.ndarray, erm_ses: np.ndarray) -> str:
 def reference(tmp: str) -> None:
     """Print eRm's estimates and SEs on the matrices pinned in tests/…/test_erm_reference.py."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-    from tests.solvers.irt.test_erm_reference import DATA
+    from tests.irt.test_erm_reference import DATA
     for name, Y in DATA.items():
         path = os.path.join(tmp, f"{name}.csv")
         _write(path, Y)

@@ -52,7 +52,7 @@ import numpy as np
 from scipy.stats import kendalltau, spearmanr
 
 from evalcert.results import format_table
-from evalcert.solvers.irt import Rasch, TwoPL
+from evalcert.irt import Rasch, TwoPL
 
 HEADERS = ["shape", "runner", "seconds", "CPU s", "vs best peer", "corr(b)", "rank corr(b)",
            "slope(b)", "peak RSS MiB", "status"]

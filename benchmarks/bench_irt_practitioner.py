@@ -23,11 +23,11 @@ import numpy as np
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
-from evalcert.solvers.irt import GradedResponse, ThreePL, TwoPL
-from evalcert.solvers.irt.anchors import evaluate_anchors
-from evalcert.solvers.irt.information import item_parameters
-from evalcert.solvers.irt.marginal import MarginalData
-from evalcert.solvers.irt.scoring import score_abilities
+from evalcert.irt import GradedResponse, ThreePL, TwoPL
+from evalcert.irt.anchors import evaluate_anchors
+from evalcert.irt.information import item_parameters
+from evalcert.irt.estimation.mml_direct import MarginalData
+from evalcert.irt.scoring import score_abilities
 
 
 def _timed(fn, repeat: int = 3):

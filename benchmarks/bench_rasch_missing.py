@@ -24,8 +24,9 @@ import warnings
 import numpy as np
 
 from evalcert.results import format_table
-from evalcert.solvers.irt import Rasch, esf
-from evalcert.solvers.irt import rasch as rasch_module
+from evalcert.irt import Rasch
+from evalcert.irt.estimation import esf
+from evalcert.irt import rasch as rasch_module
 
 HEADERS = ["shape", "runner", "cpu s", "wall s", "cpu vs cml", "wall vs cml",
            "max |b - b_cml|", "peak RSS MiB"]

@@ -161,7 +161,7 @@ def run_case(path: str, osqp_limit: float, queue) -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     phases = _Phases()
     import evalcert.solvers.clipped_linear as clipped_linear
-    from evalcert.data import read_scores
+    from evalcert.io.scores import read_scores
     from evalcert.errors import EvalcertError
     from evalcert.solvers import ClippedLinear
     from evalcert.solvers.backends.base import estimate_cost

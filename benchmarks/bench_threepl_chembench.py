@@ -29,7 +29,7 @@ def _fit(Y, **options):
     from scipy.stats import kendalltau
 
     from evalcert.errors import ConvergenceError
-    from evalcert.solvers.irt import ThreePL
+    from evalcert.irt import ThreePL
 
     cpu, wall = time.process_time(), time.perf_counter()
     try:

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalcert.data import read_scores
+from evalcert.io.scores import read_scores
 from evalcert.diagnostics import (IsotonicCalibrated, MeanImputedSVD, NuclearNormCompletion,
                                   RaschLeastSquares, UVFactorization, baseline_comparison,
                                   bootstrap_fidelity, coverage_sweep, curl_test,

@@ -43,7 +43,7 @@ __version__ = "0.1.0"
 _PUBLIC = {
     # data
     "ScoreMatrix": "evalcert.data",
-    "read_scores": "evalcert.data",
+    "read_scores": "evalcert.io.scores",
     "demo_scores": "evalcert.datasets.demo",
     # clipped-linear (Eq. 7) and Gini (Prop. 4.1) fits with certificates
     "ClippedLinear": "evalcert.solvers.clipped_linear",
@@ -53,19 +53,24 @@ _PUBLIC = {
     "available_backends": "evalcert.solvers.backends",
     "gini_projection": "evalcert.solvers.gini_projection",
     # IRT estimators
-    "Rasch": "evalcert.solvers.irt",
-    "TwoPL": "evalcert.solvers.irt",
-    "LogisticFactor": "evalcert.solvers.irt",
-    "BetaIRT": "evalcert.solvers.irt",
-    "JEIRT": "evalcert.solvers.irt",
-    "ThreePL": "evalcert.solvers.irt",
-    "IRTResult": "evalcert.solvers.irt",
-    "fit_irt": "evalcert.solvers.irt",
+    "Rasch": "evalcert.irt.rasch",
+    "TwoPL": "evalcert.irt.twopl",
+    "LogisticFactor": "evalcert.irt.factor",
+    "BetaIRT": "evalcert.irt.beta",
+    "JEIRT": "evalcert.irt.je",
+    "ThreePL": "evalcert.irt.threepl",
+    "GradedResponse": "evalcert.irt.polytomous",
+    "IRTResult": "evalcert.irt.base",
+    "fit_irt": "evalcert.irt",
+    "read_responses": "evalcert.io.responses",
     # judge audits (logic of unsupervised evaluation)
     "alarm": "evalcert.logic",
     "alarm_m2": "evalcert.logic",
+    "alarm_full": "evalcert.logic.joint",
     "AlarmResult": "evalcert.logic",
-    "read_decisions": "evalcert.logic",
+    "run_audit": "evalcert.logic.audit",
+    "AuditReport": "evalcert.logic.audit",
+    "read_decisions": "evalcert.io.decisions",
     "label_counts": "evalcert.logic",
     # diagnostics and experiments of paper 000
     "curl_test": "evalcert.diagnostics",
@@ -86,8 +91,8 @@ _PUBLIC = {
 }
 
 #: Subpackages reachable as attributes (``evalcert.logic``), imported on first use.
-_SUBPACKAGES = ("benchmarking", "data", "datasets", "diagnostics", "errors", "logic", "plots",
-                "solvers")
+_SUBPACKAGES = ("benchmarking", "data", "datasets", "diagnostics", "errors", "io", "irt", "logic",
+                "plots", "solvers")
 
 __all__ = ["__version__", *_PUBLIC]
 

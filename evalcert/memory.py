@@ -272,7 +272,7 @@ def estimate_fit_from_file_bytes(n_cells: int, n_agents: int, n_items: int) -> i
 
 
 #: Peak bytes of reading a table with every cell a Python string
-#: (:func:`evalcert.tables.read_table`): per byte of text (the bytes, the decoded
+#: (:func:`evalcert.io.tables.read_table`): per byte of text (the bytes, the decoded
 #: text, the cells' characters) and per field (a str object, its list and array
 #: slots). Measured 18 times the file on a 25 MiB numeric CSV of 4 x 10^6 fields
 #: (estimate 1.06 times the measured peak); a 2 GiB single cell needs ~6 GiB.

@@ -26,9 +26,9 @@ import contextlib
 from typing import Any, Callable, Iterable, Iterator, Literal, Sequence
 
 import joblib
-from tqdm.auto import tqdm
 
 from evalcert.errors import BackendUnavailableError, InputError
+from evalcert.progress import progress_bar
 
 __all__ = ["BACKENDS", "parallel_map", "dask_client"]
 
@@ -159,4 +159,4 @@ def parallel_map(func: Callable[..., Any], items: Iterable[Any], *,
         with joblib.parallel_config(backend=backend, n_jobs=n_jobs, **params):
             results = joblib.Parallel(return_as="generator")(
                 joblib.delayed(func)(x, *shared) for x in items)
-            return list(tqdm(results, total=len(items), disable=not progress, desc=desc))
+            return list(progress_bar(progress, len(items), desc, iterable=results, leave=True))

@@ -107,7 +107,7 @@ def test_bad_output_paths_are_refused_before_any_work(argv, needle, scores_csv, 
 def test_read_only_folder_is_refused(scores_csv, tmp_path, capsys, monkeypatch):
     import os
 
-    import evalcert.outputs
+    import evalcert.io.outputs
 
     folder = tmp_path / "ro"
     folder.mkdir()
@@ -115,7 +115,7 @@ def test_read_only_folder_is_refused(scores_csv, tmp_path, capsys, monkeypatch):
     try:
         if os.access(folder, os.W_OK):  # root may write anywhere: deny it as a user would be
             real_access = os.access
-            monkeypatch.setattr(evalcert.outputs.os, "access",
+            monkeypatch.setattr(evalcert.io.outputs.os, "access",
                                 lambda p, mode: False if str(p) == str(folder)
                                 else real_access(p, mode))
         assert main(["fit", str(scores_csv), "--json", str(folder / "x.json")]) == 2

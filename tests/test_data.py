@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalcert.data import ScoreMatrix, read_scores
+from evalcert.data import ScoreMatrix
+from evalcert.io.scores import read_scores
 from evalcert.errors import ConnectivityError, InputError
 from evalcert.solvers import ClippedLinear
 
@@ -314,7 +315,7 @@ def test_dictionary_parquet_reads_only_used_names_across_batches(tmp_path):
 
 
 # --------------------------------------- the fast long reader (issue 13 item 2, session 4)
-from evalcert.data_cells import _row_major_permutation, bipartite_components  # noqa: E402
+from evalcert.data.cells import _row_major_permutation, bipartite_components  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -404,7 +405,7 @@ def _random_long_table(rng, n_agents, n_items, n_missing):
 def test_streaming_equals_in_memory_on_random_files_and_batch_sizes(tmp_path, monkeypatch, seed,
                                                                      unify_every):
     # unify_every small: names are unified (and cells recoded) during the scan too
-    from evalcert import data_io
+    from evalcert.io import scores as data_io
     monkeypatch.setattr(data_io, "_UNIFY_EVERY", unify_every)
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
@@ -541,7 +542,7 @@ def test_names_keep_first_appearance_whatever_the_dictionary_order(seed):
     when a batch's dictionary is in that order already (Parquet's), and sorts
     when it is not: both against a plain Python reference, over batches."""
     import pyarrow as pa
-    from evalcert.data_io import _NameCodes
+    from evalcert.io.scores import _NameCodes
     rng = np.random.default_rng(seed)
     pool = [f"n{i}" for i in range(40)]
     names, seen = _NameCodes("item"), []

@@ -20,7 +20,7 @@ FACTOR = 1.5
 _CHILD = """
 import os, sys
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
-from evalcert.data import read_scores
+from evalcert.io.scores import read_scores
 from evalcert.solvers import ClippedLinear
 S = read_scores(sys.argv[1], format="long")
 model = ClippedLinear(solver="native").fit(S)
@@ -156,7 +156,7 @@ def test_count_fields_and_the_read_estimate(tmp_path):
 _LIMITED = """
 import os, resource, sys
 import pandas, pyarrow, pyarrow.parquet, pyarrow.dataset, scipy.sparse
-import evalcert.cli, evalcert.data_io, evalcert.tables
+import evalcert.cli, evalcert.io.scores, evalcert.io.tables
 vm_size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
                if line.startswith("VmSize:"))
 limit = vm_size + 2 ** 30

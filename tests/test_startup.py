@@ -12,7 +12,7 @@ import sys
 import pytest
 
 HEAVY = ("cvxpy", "pulp", "highspy", "matplotlib", "scipy.optimize", "pandas", "crowdkit",
-         "osqp", "evalcert.benchmarking", "evalcert.solvers.irt", "distributed")
+         "osqp", "evalcert.benchmarking", "evalcert.irt", "distributed")
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -40,7 +40,7 @@ def test_help_of_every_verb_imports_nothing_heavy(argv):
 
 
 def test_import_evalcert_solvers_irt_does_not_load_cvxpy():
-    assert "cvxpy" not in _loaded_after("import evalcert.solvers.irt")
+    assert "cvxpy" not in _loaded_after("import evalcert.irt")
 
 
 def test_osqp_still_loads_before_pulp_after_import_evalcert():
@@ -63,7 +63,7 @@ def test_spelled_out_choice_lists_match_the_library():
     from evalcert.diagnostics.sampling import HOLDOUT_SCHEMES, REGIMES
     from evalcert.parallel import BACKENDS
     from evalcert.solvers.backends import CVXPY_SOLVERS, DIRECT_BACKENDS, QPSOLVERS_BACKENDS
-    from evalcert.solvers.irt import MODELS
+    from evalcert.irt import MODELS
 
     assert cirt.MODELS == tuple(sorted(MODELS))
     assert cbench.FAMILIES == tuple(FAMILIES) and cbench.PROFILES == tuple(PROFILES)

@@ -27,7 +27,8 @@ from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, R
                                            performance_profiles, shifted_geometric_mean,
                                            summarise)
 from evalcert.benchmarking.report import check_report_paths, write_report
-from evalcert.benchmarking.runner import PROFILES, BenchmarkResult, Profile, bench, run_benchmark
+from evalcert.benchmarking.results import BenchmarkResult
+from evalcert.benchmarking.runner import PROFILES, Profile, bench, run_benchmark
 from evalcert.benchmarking.verdict import scaling_table, verdict
 
 __all__ = ["Attempt", "Backend", "default_backends", "select_backends", "FAMILIES",

@@ -58,7 +58,8 @@ from typing import ClassVar, Sequence
 
 import numpy as np
 
-from evalcert.data import ScoreMatrix, read_scores
+from evalcert.data import ScoreMatrix
+from evalcert.io.scores import read_scores
 from evalcert.errors import InputError
 from evalcert.logic.alarms import key_value
 from evalcert.logic.summaries import Decisions

@@ -36,6 +36,8 @@ import time
 from multiprocessing.connection import wait
 from typing import Any, Callable, Sequence
 
+from evalcert.progress import progress_bar
+
 __all__ = ["AVAILABLE", "run_forked"]
 
 AVAILABLE = "fork" in multiprocessing.get_all_start_methods()
@@ -86,14 +88,12 @@ def run_forked(fn: Callable[[Any], Any], tasks: Sequence[Any], *, n_jobs: int,
     >>> results, len(peaks)  # the 30 s task was killed at its 0.3 s deadline
     ([0, 'killed'], 2)
     """
-    from tqdm.auto import tqdm
-
     ctx = multiprocessing.get_context("fork")
     results: list[Any] = [None] * len(tasks)
     peaks = [0] * len(tasks)
     pending = list(range(len(tasks)))[::-1]
     running: dict[Any, tuple[int, Any, float]] = {}
-    bar = tqdm(total=len(tasks), desc=desc, disable=not progress, file=sys.stderr)
+    bar = progress_bar(progress, len(tasks), desc, leave=True)
     try:
         while pending or running:
             while pending and len(running) < max(1, n_jobs):

@@ -32,7 +32,7 @@ from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import Tolerance
 
 if TYPE_CHECKING:
-    from evalcert.benchmarking.runner import BenchmarkResult
+    from evalcert.benchmarking.results import BenchmarkResult
 
 __all__ = ["LIBRARIES", "machine_info", "markdown_table", "report_files", "check_report_paths",
            "write_report"]
@@ -221,7 +221,7 @@ def report_files(profiles: Sequence[str]) -> list[str]:
 def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False) -> None:
     """Refuse, before any run, an ``out`` that is a file or whose report files
     exist (unless ``force``), or whose parent folder is missing; see
-    :func:`evalcert.outputs.check_outputs`.
+    :func:`evalcert.io.outputs.check_outputs`.
 
     Examples
     --------
@@ -236,7 +236,7 @@ def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False) 
     evalcert.errors.InputError: --out ... exists; pass --force to overwrite it ...
     """
     from evalcert.errors import InputError
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder for the benchmark report")

@@ -48,17 +48,17 @@ from evalcert.benchmarking.backends import Attempt, Backend, select_backends
 from evalcert.benchmarking.isolation import AVAILABLE, run_forked
 from evalcert.benchmarking.families import (FAMILIES, IlpProblem, QPProblem, StandardQP,
                                             make_problems, real_family_note)
-from evalcert.benchmarking.metrics import (BackendSummary, PerformanceProfile, RunRecord,
+from evalcert.benchmarking.metrics import (RunRecord,
                                            performance_profiles, summarise,
                                            with_objective_errors)
 from evalcert.benchmarking.report import check_report_paths, machine_info, write_report
+from evalcert.benchmarking.results import BenchmarkResult
 from evalcert.errors import InputError
 from evalcert.parallel import parallel_map
-from evalcert.results import ResultMixin, format_table
 from evalcert.solvers.backends.base import SolveSettings
 from evalcert.solvers.certificates import Tolerance, qp_certificate
 
-__all__ = ["Profile", "PROFILES", "BenchmarkResult", "run_one", "run_benchmark", "bench"]
+__all__ = ["Profile", "PROFILES", "run_one", "run_benchmark", "bench"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,63 +191,6 @@ def run_one(task: tuple[QPProblem | StandardQP | IlpProblem, Backend, Profile, f
         dual_residual=check.get("dual_residual", math.nan),
         duality_gap=check.get("duality_gap", math.nan), objective=check["objective"],
         peak_memory_mib=peak)
-
-
-@dataclasses.dataclass(frozen=True)
-class BenchmarkResult(ResultMixin):
-    """Every run of a benchmark and its summaries.
-
-    Attributes
-    ----------
-    records : tuple of RunRecord
-    summaries : tuple of BackendSummary
-    profiles : tuple of PerformanceProfile
-    settings : dict
-        Time limit, shift, profiles and their tiers, memory method, joblib backend.
-    machine : dict
-        CPU, cores, load before and after, library versions.
-    wall_seconds : float
-
-    Examples
-    --------
-    >>> import numpy as np, scipy.sparse as sp
-    >>> from evalcert.benchmarking.backends import select_backends
-    >>> from evalcert.solvers.certificates import QP
-    >>> qp = QP(P=sp.eye(1, format="csc"), q=np.array([-2.0]), A=sp.eye(1, format="csc"),
-    ...         l=np.array([-1.0]), u=np.array([1.0]))  # min x^2/2 - 2x on [-1, 1]
-    >>> problem = StandardQP("demo", "demo-qp", qp, (1, 1))
-    >>> result = run_benchmark([problem], select_backends(["native"]), ["low", "default"],
-    ...                        n_jobs=1, memory=False, progress=False)
-    >>> len(result.records), len(result.summaries), result.settings["n_problems"]
-    (2, 2, 1)
-    >>> result.summary_rows()[0][:4]
-    ['kind', 'profile', 'backend', 'solved']
-    """
-
-    records: tuple[RunRecord, ...]
-    summaries: tuple[BackendSummary, ...]
-    profiles: tuple[PerformanceProfile, ...]
-    settings: dict[str, Any]
-    machine: dict[str, Any]
-    wall_seconds: float
-
-    def summary_rows(self) -> tuple[list[str], list[list[Any]]]:
-        """Headers and rows of the summary table (one row per kind/profile/backend)."""
-        heads = ["kind", "profile", "backend", "solved", "success", "SGM (s)", "SGM ratio",
-                 "med. build", "med. compile", "med. solve", "max obj. err", "peak MiB"]
-        rows = [[s.kind, s.profile, s.backend, f"{s.successes}/{s.runs}",
-                 f"{100 * s.success_rate:.0f}%", s.sgm, s.sgm_ratio, s.median_build,
-                 s.median_compile, s.median_solve, s.max_objective_error, s.peak_memory_mib]
-                for s in self.summaries]
-        return heads, rows
-
-    def summary(self) -> str:
-        heads, rows = self.summary_rows()
-        s = self.settings
-        return (f"solver benchmark: {len(self.records)} runs in {self.wall_seconds:.1f} s "
-                f"(time limit {s['time_limit']:g} s, SGM shift {s['shift']:g} s; failures "
-                "charged the time limit; success = evalcert's certificate at the tier)\n"
-                + format_table(rows, heads))
 
 
 def run_benchmark(problems: Sequence[QPProblem | StandardQP | IlpProblem],

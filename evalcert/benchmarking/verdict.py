@@ -31,7 +31,7 @@ import numpy as np
 from evalcert.benchmarking.metrics import BackendSummary, RunRecord
 
 if TYPE_CHECKING:
-    from evalcert.benchmarking.runner import BenchmarkResult
+    from evalcert.benchmarking.results import BenchmarkResult
 
 __all__ = ["growth_exponent", "cells_of", "scaling_table", "verdict"]
 

@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     0
     """
     from evalcert.logic.audit import run_audit
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from evalcert.datasets.demo import demo_scores
     from evalcert.logic import mtbench_demo
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
     from evalcert.solvers.backends import check_backend
     from evalcert.solvers.clipped_linear import ClippedLinear
 

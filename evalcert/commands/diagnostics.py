@@ -120,9 +120,9 @@ def run_curl(args: argparse.Namespace) -> int:
     0
     >>> tmp.cleanup()
     """
-    from evalcert.data import read_scores
+    from evalcert.io.scores import read_scores
     from evalcert.diagnostics.curl import curl_test
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.scores],
                   force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
@@ -164,10 +164,11 @@ def run_sparse_recovery(args: argparse.Namespace) -> int:
     0
     >>> tmp.cleanup()
     """
-    from evalcert.data import read_scores
+    from evalcert.io.scores import read_scores
     from evalcert.diagnostics.experiments import sparse_recovery
-    from evalcert.diagnostics.metrics import partition_vector, read_agent_labels
-    from evalcert.outputs import check_outputs
+    from evalcert.diagnostics.metrics import partition_vector
+    from evalcert.io.agent_labels import read_agent_labels
+    from evalcert.io.outputs import check_outputs
 
     if args.scheduler is not None and args.backend != "dask":
         raise InputError("--scheduler is a dask scheduler address: add --backend dask or drop "

@@ -36,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from evalcert.data import read_scores
-    from evalcert.outputs import check_outputs
+    from evalcert.io.scores import read_scores
+    from evalcert.io.outputs import check_outputs
     from evalcert.solvers.backends import check_qp_backend
     from evalcert.solvers.clipped_linear import ClippedLinear
 

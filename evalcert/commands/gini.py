@@ -70,8 +70,8 @@ def run(args: argparse.Namespace) -> int:
     0
     >>> tmp.cleanup()
     """
-    from evalcert.data import read_scores
-    from evalcert.outputs import check_outputs
+    from evalcert.io.scores import read_scores
+    from evalcert.io.outputs import check_outputs
     from evalcert.solvers.backends import check_backend
 
     if args.lam is not None and not args.penalised:

@@ -1,12 +1,12 @@
 """``evalcert irt fit|holdout|score|itemfit|compare|anchors``: IRT on a response file.
 
-Every verb reads its file through :func:`evalcert.solvers.irt.responses.read_responses`
+Every verb reads its file through :func:`evalcert.io.responses.read_responses`
 (wide or long; a missing header row, duplicate names and non-0/1 cells are
 refused; missing cells are counted on stderr), checks its options against the
 chosen model and method and its output paths before any fit, and calls one
 library function. Building the parser imports no estimator (SciPy's optimisers):
 the model names and per-model defaults are spelled out here and checked against
-the library in ``tests/solvers/irt/test_cli_irt.py``.
+the library in ``tests/irt/test_cli_irt.py``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_fl
 from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
-# tests/test_startup.py checks them against evalcert.solvers.irt.MODELS.
+# tests/test_startup.py checks them against evalcert.irt.MODELS.
 MODELS = ("2pl", "3pl", "beta", "factor", "graded", "je", "rasch")
 
-#: per-model defaults shown in --help (tests/solvers/irt/test_cli_irt.py checks the library)
+#: per-model defaults shown in --help (tests/irt/test_cli_irt.py checks the library)
 DEFAULTS = {
     "rasch": {"method": "jml", "lam": 1.0, "max_iter": 2000, "tol": 1e-6},
     "2pl": {"method": "mml", "lam": 1.0, "max_iter": 2000, "tol": 1e-6, "slope_prior": 4.0},
@@ -66,7 +66,7 @@ def _flag(name: str) -> str:
 
 # -- reading and options ----------------------------------------------------------------------
 def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = None):
-    from evalcert.solvers.irt.responses import read_responses
+    from evalcert.io.responses import read_responses
 
     table = read_responses(path or args.responses, format=args.format,
                            kind=kind or KINDS.get(args.model, "binary"),
@@ -101,11 +101,18 @@ def _check_scope(args: argparse.Namespace, method: str) -> None:
                              f"--method {method}; it applies to {where}")
 
 
-def _estimator(args: argparse.Namespace, n_items: int | None = None):
-    """Build the estimator from the options, or refuse them (before any fit)."""
+def _check_dims(args: argparse.Namespace, n_items: int) -> None:
+    dims = getattr(args, "dims", None)
+    if dims is not None and dims > n_items:
+        raise InputError(f"--dims {dims} is above the number of items ({n_items}); use "
+                         f"--dims <= {n_items}")
+
+
+def _estimator(args: argparse.Namespace):
+    """Build the estimator from the options, or refuse them (before reading any file)."""
     import inspect
 
-    from evalcert.solvers.irt import MODELS as CLASSES, make_estimator
+    from evalcert.irt import MODELS as CLASSES, make_estimator
 
     cls = CLASSES[args.model]
     method = getattr(args, "method", None) or DEFAULTS[args.model]["method"]
@@ -116,9 +123,6 @@ def _estimator(args: argparse.Namespace, n_items: int | None = None):
     dims, embeddings = getattr(args, "dims", None), getattr(args, "item_embeddings", None)
     if args.model == "je" and not embeddings:
         raise InputError("--model je needs --item-embeddings FILE.npy (n_items x D)")
-    if n_items is not None and dims is not None and dims > n_items:
-        raise InputError(f"--dims {dims} is above the number of items ({n_items}); use "
-                         f"--dims <= {n_items}")
     accepted = inspect.signature(cls.__init__).parameters
     options: dict = {}
     for flag, name in _PASSED.items():
@@ -154,7 +158,7 @@ def _load_embeddings(path: str):
 
 def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()) -> dict:
     """Check every output path up front; ``--out-dir`` is created if its parent exists."""
-    from evalcert.outputs import check_outputs
+    from evalcert.io.outputs import check_outputs
 
     paths = {"--json": getattr(args, "json", None), "--plot": getattr(args, "plot", None)}
     suffixes = {"--json": (".json",), "--plot": PLOT_SUFFIXES}
@@ -179,15 +183,16 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
 
 
 def _write_tables(args: argparse.Namespace, est, table) -> None:
-    from evalcert.solvers.irt.export import estimate_tables, ranking_text
+    from evalcert.io.irt_tables import estimate_tables, ranking_text, write_estimate_tables
 
-    models, items = estimate_tables(est, table)
+    if args.out_dir:
+        models, _, paths = write_estimate_tables(est, table, args.out_dir)
+    else:
+        models, _ = estimate_tables(est, table)
     what = "ability, standard error" if est.standard_errors else "ability"
     print(f"\nranking of models ({what}):\n" + ranking_text(models))
     if args.out_dir:
-        models.to_csv(Path(args.out_dir) / "models.csv", index=False)
-        items.to_csv(Path(args.out_dir) / "items.csv", index=False)
-        print(f"\nwrote {Path(args.out_dir) / 'models.csv'} and {Path(args.out_dir) / 'items.csv'}")
+        print(f"\nwrote {paths[0]} and {paths[1]}")
 
 
 def _finish(args: argparse.Namespace, result, plot=None) -> int:
@@ -214,16 +219,17 @@ def _quiet(verb):
 def _fit(args: argparse.Namespace) -> int:
     if args.plot and args.model not in ("rasch", "2pl", "3pl"):
         raise InputError("--plot draws the item curves of rasch, 2pl or 3pl fits")
-    _estimator(args)                                    # options refused before reading
+    est = _estimator(args)                              # options refused before reading
     _outputs(args, [args.responses], ("models.csv", "items.csv"))
     table = _read(args)
-    est = _estimator(args, n_items=table.shape[1]).fit(table)
+    _check_dims(args, table.shape[1])
+    est.fit(table)
     print(est.result_.summary())
     _write_tables(args, est, table)
 
     def plot(path):
         from evalcert.plots.irt import plot_item_curves
-        from evalcert.solvers.irt.information import item_parameters
+        from evalcert.irt.information import item_parameters
 
         plot_item_curves(item_parameters(est), abilities=est.abilities_, path=path)
 
@@ -231,20 +237,21 @@ def _fit(args: argparse.Namespace) -> int:
 
 
 def _holdout(args: argparse.Namespace) -> int:
-    from evalcert.solvers.irt import holdout_evaluate
+    from evalcert.irt import holdout_evaluate
 
-    _estimator(args)
+    est = _estimator(args)
     _outputs(args, [args.responses])
     table = _read(args)
-    res = holdout_evaluate(_estimator(args, n_items=table.shape[1]), table, args.scheme,
+    _check_dims(args, table.shape[1])
+    res = holdout_evaluate(est, table, args.scheme,
                            frac=args.frac, exposure=args.exposure, seed=args.seed)
     print(res.summary())
     return _finish(args, res)
 
 
 def _score(args: argparse.Namespace) -> int:
-    from evalcert.solvers.irt.export import read_item_table
-    from evalcert.solvers.irt.scoring import score_responses
+    from evalcert.io.irt_tables import read_item_table
+    from evalcert.irt.scoring import score_responses
 
     _outputs(args, [args.items, args.responses])
     params, prior = read_item_table(args.items)
@@ -257,15 +264,16 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _itemfit(args: argparse.Namespace) -> int:
-    from evalcert.solvers.irt.itemfit import item_fit
+    from evalcert.irt.itemfit import item_fit
 
     if KINDS.get(args.model, "binary") != "binary":
         raise InputError(f"itemfit computes infit/outfit of 0/1 responses; --model {args.model} "
                          "fits other responses")
-    _estimator(args)
+    est = _estimator(args)
     _outputs(args, [args.responses])
     table = _read(args)
-    est = _estimator(args, n_items=table.shape[1]).fit(table)
+    _check_dims(args, table.shape[1])
+    est.fit(table)
     res = item_fit(est, table, threshold=args.threshold)
     print(res.summary())
 
@@ -278,7 +286,7 @@ def _itemfit(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from evalcert.solvers.irt.compare import likelihood_ratio_test
+    from evalcert.irt.compare import likelihood_ratio_test
 
     general = _estimator(args)                          # 2pl mml with --slope-prior/--progress
     restricted = _estimator(argparse.Namespace(**{**vars(args), "model": "rasch",
@@ -291,18 +299,19 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _anchors(args: argparse.Namespace) -> int:
-    from evalcert.solvers.irt.anchors import evaluate_anchors
+    from evalcert.irt.anchors import evaluate_anchors
 
     if args.model not in ("rasch", "2pl", "3pl"):
         raise InputError(f"anchors need item curves: use --model rasch, 2pl or 3pl, not "
                          f"{args.model}")
-    _estimator(args)
+    est = _estimator(args)
     _outputs(args, [args.responses])
     table = _read(args)
+    _check_dims(args, table.shape[1])
     if args.n_anchors >= table.shape[1]:
         raise InputError(f"--n-anchors {args.n_anchors} must be below the number of items "
                          f"({table.shape[1]})")
-    res = evaluate_anchors(_estimator(args, n_items=table.shape[1]), table,
+    res = evaluate_anchors(est, table,
                            n_anchors=args.n_anchors, selection=args.selection,
                            test_frac=args.test_frac, seed=args.seed, scoring=args.scoring)
     print(res.summary())

@@ -1,5 +1,6 @@
 """The evidence side of paper 000: curl test, connectivity, sampling, metrics,
-bootstrap, baselines, TVD-MI scores and the paper's experiments."""
+bootstrap, baselines, TVD-MI scores and the paper's experiments (in memory: the agent labels
+and TVD-MI example files are read by :mod:`evalcert.io.agent_labels` and :mod:`evalcert.io.tvdmi`)."""
 
 from evalcert.diagnostics.baselines import (IsotonicCalibrated, MeanImputedSVD,
                                             NuclearNormCompletion, RaschLeastSquares,
@@ -12,18 +13,17 @@ from evalcert.diagnostics.experiments import (baseline_comparison, coverage_swee
                                               sparse_recovery)
 from evalcert.diagnostics.masks import holdout_cells
 from evalcert.diagnostics.metrics import (FidelityMetrics, fidelity, holdout_rmse,
-                                          partition_vector, ranking_auc, read_agent_labels)
+                                          partition_vector, ranking_auc)
 from evalcert.diagnostics.sampling import (SamplingResult, holdout_mask, holdout_on_cells,
                                            sample_training, sample_training_cells)
-from evalcert.diagnostics.tvdmi import (TVDMIScores, read_tvdmi_examples, scores_from_pairwise,
-                                        tvdmi_scores)
+from evalcert.diagnostics.tvdmi import TVDMIScores, scores_from_pairwise, tvdmi_scores
 
 __all__ = ["IsotonicCalibrated", "MeanImputedSVD", "NuclearNormCompletion", "RaschLeastSquares",
            "UVFactorization", "BootstrapResult", "bootstrap_fidelity", "DCoreResult",
            "dcore_cells", "dcore_mask", "enforce_dcore", "enforce_dcore_cells", "CurlResult",
            "curl_test", "link_transform", "sample_rectangles", "baseline_comparison",
            "coverage_sweep", "sparse_recovery", "holdout_cells", "FidelityMetrics", "fidelity",
-           "holdout_rmse", "partition_vector", "ranking_auc", "read_agent_labels",
+           "holdout_rmse", "partition_vector", "ranking_auc",
            "SamplingResult", "holdout_mask", "holdout_on_cells", "sample_training",
-           "sample_training_cells", "TVDMIScores", "read_tvdmi_examples", "scores_from_pairwise",
+           "sample_training_cells", "TVDMIScores", "scores_from_pairwise",
            "tvdmi_scores"]

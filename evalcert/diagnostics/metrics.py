@@ -17,19 +17,16 @@ Example
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 from scipy.stats import kendalltau, rankdata, spearmanr
 
 from evalcert.data import ScoreMatrix
 from evalcert.errors import InputError
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["holdout_rmse", "ranking_auc", "partition_vector", "read_agent_labels",
-           "FidelityMetrics", "fidelity"]
+__all__ = ["holdout_rmse", "ranking_auc", "partition_vector", "FidelityMetrics", "fidelity"]
 
 
 def holdout_rmse(predictions: np.ndarray, S: ScoreMatrix, holdout: np.ndarray) -> float:
@@ -88,44 +85,6 @@ def ranking_auc(scores: np.ndarray, good: np.ndarray) -> float:
                          "problematic agent(s): check the labels (good_faith 1/0)")
     ranks = rankdata(scores)
     return float((ranks[good].sum() - n_good * (n_good + 1) / 2) / (n_good * n_bad))
-
-
-def read_agent_labels(path: str | Path, agents: Sequence[str],
-                      domain: str | None = None) -> dict[str, bool]:
-    """Read a good/problematic partition from a CSV with columns ``agent, good_faith``.
-
-    ``good_faith`` is 1 (good: Faithful, Style) or 0 (problematic: Strategic,
-    Low Effort); blank rows (e.g. the Reference agent) are left out. A
-    ``domain`` column, when present, selects the rows of ``domain``; without
-    ``domain`` the one whose agent names equal ``agents`` is used (as in
-    ``derived/agent_labels.csv``).
-
-    Examples
-    --------
-    >>> import pathlib, tempfile
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "labels.csv"
-    >>> _ = path.write_text("agent,good_faith\\nagent_0,1\\nagent_1,0\\nreference,\\n")
-    >>> read_agent_labels(path, ["agent_0", "agent_1", "agent_2"])
-    {'agent_0': True, 'agent_1': False}
-    """
-    frame = pd.read_csv(path)
-    missing = {"agent", "good_faith"} - set(frame.columns)
-    if missing:
-        raise InputError(f"{path} lacks column(s) {sorted(missing)}; need agent, good_faith")
-    if "domain" in frame.columns:
-        if domain is None:
-            hits = [name for name, g in frame.groupby("domain", sort=False)
-                    if tuple(g["agent"].astype(str)) == tuple(agents)]
-            if len(hits) != 1:
-                raise InputError(f"cannot tell which domain of {path} matches these agents "
-                                 f"(candidates {hits}); pass domain=")
-            domain = hits[0]
-        frame = frame[frame["domain"] == domain]
-    frame = frame.dropna(subset=["good_faith"])
-    unknown = sorted(set(frame["agent"].astype(str)) - set(agents))
-    if unknown:
-        raise InputError(f"labelled agents not in the score matrix: {unknown[:8]}")
-    return {str(a): bool(int(g)) for a, g in zip(frame["agent"], frame["good_faith"])}
 
 
 def partition_vector(agents: Sequence[str], labels: Mapping[str, bool]) -> np.ndarray:

@@ -1,5 +1,8 @@
 """Logic of unsupervised evaluation (paper 003): Q-complex, M=1/M=2 axioms as integer
-LPs, exact no-knowledge alarms, multiple-choice grade sets."""
+LPs, exact no-knowledge alarms, multiple-choice grade sets.
+
+Judge logs are read by :mod:`evalcert.io.decisions` (``read_decisions``, ``read_label_counts``,
+``load_audit_input``); this package works on the decisions in memory."""
 
 from __future__ import annotations
 
@@ -16,8 +19,6 @@ from evalcert.logic.ilp import IlpResult, M1Model, best_min_accuracy_ilp, consis
 from evalcert.logic.pairs import (M2Model, alarm_m2, m2_alarm_threshold,
                                   m2_best_min_accuracy, m2_consistent)
 from evalcert.logic.qcomplex import iter_qcomplex, qcomplex_array, qcomplex_size
-from evalcert.logic.readers import (load_audit_input, parse_label_map, read_decisions,
-                                    read_label_counts)
 from evalcert.logic.summaries import (Decisions, LabelCounts, ReadReport, as_label_counts,
                                       decisions_from_frame, label_counts)
 
@@ -29,9 +30,8 @@ __all__ = [
     "IlpResult", "M1Model", "best_min_accuracy_ilp", "consistent_ilp",
     "M2Model", "alarm_m2", "m2_alarm_threshold", "m2_best_min_accuracy", "m2_consistent",
     "iter_qcomplex", "qcomplex_array", "qcomplex_size",
-    "Decisions", "LabelCounts", "ReadReport", "parse_label_map", "as_label_counts",
-    "decisions_from_frame", "label_counts",
-    "load_audit_input", "read_decisions", "read_label_counts", "mtbench_demo",
+    "Decisions", "LabelCounts", "ReadReport", "as_label_counts",
+    "decisions_from_frame", "label_counts", "mtbench_demo",
 ]
 
 

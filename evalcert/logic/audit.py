@@ -18,7 +18,6 @@ import numpy as np
 from evalcert.errors import InputError
 from evalcert.logic.alarms import AlarmResult, alarm, minmax_curve
 from evalcert.logic.bounds import METHOD_NAMES, LabelBounds, check_bounds_size, label_bounds
-from evalcert.logic.readers import load_audit_input
 from evalcert.logic.summaries import Decisions, LabelCounts
 from evalcert.results import ResultMixin, to_jsonable
 
@@ -216,6 +215,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
         raise InputError(f"--seed {seed}: give a whole number >= 0")
     kwargs: dict[str, Any] = {"format": fmt, "item_col": item_col, "grader_col": grader_col,
                               "label_col": label_col, "label_map": label_map}
+    from evalcert.io.decisions import load_audit_input   # orchestration: the one file read
+
     data = load_audit_input(path, labels=labels, on_missing=on_missing, graders=graders,
                             **kwargs)
     if isinstance(data, Decisions):
@@ -333,7 +334,7 @@ def _ints(text: Sequence[int] | str | None, name: str) -> tuple[int, ...] | None
 def _spec(data: Any, label_thresholds: Any, grade: Any, bounds: dict[str, Any],
           solver: str) -> dict[str, Any]:
     from evalcert.logic.ilp import consistent_ilp
-    from evalcert.logic.readers import parse_label_map
+    from evalcert.io.decisions import parse_label_map
 
     levels = parse_label_map(label_thresholds) if label_thresholds is not None else None
     res = consistent_ilp(data, label_thresholds=levels, grade=grade, solver=solver, **bounds)

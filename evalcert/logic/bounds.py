@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import time
 from fractions import Fraction
 from typing import Any, Callable, Sequence
@@ -55,6 +54,7 @@ from evalcert.errors import InfeasibleError, InputError, SolverError
 from evalcert.logic.ilp import HighsModel, M1Model, run_solver
 from evalcert.logic.levels import check_integer_solution, linear_value
 from evalcert.logic.summaries import Decisions, LabelCounts, as_label_counts, as_threshold
+from evalcert.progress import progress_bar
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["LabelBounds", "label_bounds", "check_bounds_size", "MAX_ILPS"]
@@ -351,16 +351,13 @@ def label_bounds(data: LabelCounts | Decisions | Any, keys: Sequence[Sequence[in
     if not keys_t:
         raise InputError("no answer keys given; pass at least one key")
     check_bounds_size(len(keys_t), n_g, r, free, max_ilps)
-    from tqdm import tqdm
-
     t0 = time.perf_counter()
     said = counts.array                                           # (N, R): R_{t,i}
     shape = (len(keys_t), n_g, r)
     out = {name: np.full(shape, -1, dtype=np.int64) for name in ("lo", "hi", "flo", "fhi")}
     n_solves = 0
-    bar = tqdm(total=check_bounds_size(len(keys_t), n_g, r, free, max_ilps),
-               desc=f"bounds ({METHOD_NAMES[m]})", unit="ILP", file=sys.stderr,
-               disable=not verbose, leave=False)
+    bar = progress_bar(verbose, check_bounds_size(len(keys_t), n_g, r, free, max_ilps),
+                       f"bounds ({METHOD_NAMES[m]})", unit="ILP")
     try:
         for k, key in enumerate(keys_t):
             q = np.asarray(key, dtype=np.int64)[None, :]

@@ -8,7 +8,7 @@ Two kinds of input (paper 003, Sec. II):
   needed for the M=2 pair counts of App. C; they project onto :class:`LabelCounts`.
 
 Everything is validated here, once, before any counting or solving; later modules
-trust these objects. Files are read by :mod:`evalcert.logic.readers`.
+trust these objects. Files are read by :mod:`evalcert.io.decisions`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ module costs nothing.
 Example
 -------
 >>> import numpy as np
->>> from evalcert.solvers.irt.information import ItemParameters
+>>> from evalcert.irt.information import ItemParameters
 >>> p = ItemParameters(np.ones(3), np.array([-1.0, 0.0, 1.0]), np.zeros(3), ("a", "b", "c"),
 ...                    "rasch")
 >>> len(plot_item_curves(p).axes)   # three panels and the SE axis of the third
@@ -46,7 +46,7 @@ def plot_item_curves(params: Any, abilities: np.ndarray | None = None, *, max_it
 
     Parameters
     ----------
-    params : ItemParameters (:func:`~evalcert.solvers.irt.information.item_parameters`)
+    params : ItemParameters (:func:`~evalcert.irt.information.item_parameters`)
     abilities : array, optional
         Fitted abilities, drawn as a rug and used for the plotted range.
     max_items : int
@@ -57,7 +57,7 @@ def plot_item_curves(params: Any, abilities: np.ndarray | None = None, *, max_it
     Examples
     --------
     >>> import matplotlib.pyplot as plt
-    >>> from evalcert.solvers.irt.information import ItemParameters
+    >>> from evalcert.irt.information import ItemParameters
     >>> p = ItemParameters(np.ones(3), np.array([-1.0, 0.0, 1.0]), np.zeros(3), ("a", "b", "c"),
     ...                    "rasch")
     >>> fig = plot_item_curves(p, abilities=np.array([-0.5, 0.5]))
@@ -65,7 +65,7 @@ def plot_item_curves(params: Any, abilities: np.ndarray | None = None, *, max_it
     ['item characteristic curves (3 of 3 items, rasch)', 'item information', 'test information']
     >>> plt.close(fig)
     """
-    from evalcert.solvers.irt.information import icc, item_information, test_information
+    from evalcert.irt.information import icc, item_information, test_information
 
     plt = _pyplot()
     usable = params.take(params.usable)
@@ -109,7 +109,7 @@ def plot_item_fit(result: Any, *, path: str | Path | None = None) -> Any:
     Examples
     --------
     >>> import matplotlib.pyplot as plt
-    >>> from evalcert.solvers.irt import Rasch, item_fit
+    >>> from evalcert.irt import Rasch, item_fit
     >>> Y = (np.random.default_rng(0).random((40, 10)) < 0.5).astype(float)
     >>> fig = plot_item_fit(item_fit(Rasch(method="cml").fit(Y), Y))  # path= saves it
     >>> fig.axes[0].get_xlabel(), fig.axes[0].get_ylabel()
@@ -140,7 +140,7 @@ def plot_anchor_estimates(result: Any, *, path: str | Path | None = None) -> Any
     Examples
     --------
     >>> import matplotlib.pyplot as plt
-    >>> from evalcert.solvers.irt import Rasch, evaluate_anchors
+    >>> from evalcert.irt import Rasch, evaluate_anchors
     >>> rng = np.random.default_rng(0)
     >>> theta, b = rng.normal(size=60), rng.normal(size=40)
     >>> Y = (rng.random((60, 40)) < 1 / (1 + np.exp(b - theta[:, None]))).astype(float)

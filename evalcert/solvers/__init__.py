@@ -1,5 +1,6 @@
-"""Constrained fits with certificates: the clipped-linear model (Eq. 7), the
-Gini projection (Prop. 4.1) and the IRT estimators."""
+"""Constrained fits with certificates: the clipped-linear model (Eq. 7) and the
+Gini projection (Prop. 4.1) as QPs with recovered duals (the IRT estimators are in
+:mod:`evalcert.irt`; ``evalcert.solvers.irt`` is a deprecated alias for one release)."""
 
 import importlib
 import sys
@@ -7,7 +8,7 @@ import types
 from typing import Any
 
 # Imported on first use (PEP 562), so that importing a submodule such as
-# evalcert.solvers.irt or evalcert.solvers.backends does not load CVXPY.
+# evalcert.irt or evalcert.solvers.backends does not load CVXPY.
 _PUBLIC = {"available_backends": "evalcert.solvers.backends",
            "QP": "evalcert.solvers.certificates", "Certificate": "evalcert.solvers.certificates",
            "Tolerance": "evalcert.solvers.certificates",

@@ -24,7 +24,7 @@ def scripts(monkeypatch):
 
 def test_on_cells_equals_the_parquet_file_of_bench_scale(scripts, tmp_path, monkeypatch):
     bench_dask, bench_scale = scripts
-    from evalcert.data import read_scores
+    from evalcert.io.scores import read_scores
 
     monkeypatch.setattr(bench_scale, "BLOCK_CELLS", 500)     # several blocks
     K, J, n = 40, 300, 2400

@@ -7,7 +7,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from evalcert.data import ScoreMatrix, read_scores
+from evalcert.data import ScoreMatrix
+from evalcert.io.scores import read_scores
 from evalcert.diagnostics.curl import (curl_test, link_transform, rectangle_deviation,
                                        sample_rectangles, score_grid)
 from evalcert.errors import InputError

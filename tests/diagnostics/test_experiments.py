@@ -5,14 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evalcert.data import read_scores
+from evalcert.io.scores import read_scores
 from evalcert.diagnostics.baselines import (IsotonicCalibrated, MeanImputedSVD,
                                             NuclearNormCompletion, RaschLeastSquares,
                                             UVFactorization)
 from evalcert.diagnostics.curl import curl_test
 from evalcert.diagnostics.experiments import (baseline_comparison, coverage_sweep,
                                               sparse_recovery)
-from evalcert.diagnostics.metrics import partition_vector, read_agent_labels, ranking_auc
+from evalcert.diagnostics.metrics import partition_vector, ranking_auc
+from evalcert.io.agent_labels import read_agent_labels
 from evalcert.plots.coverage import plot_coverage_sweep
 from evalcert.plots.curl import plot_curl_ecdf
 from evalcert.solvers import ClippedLinear

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from evalcert.data import ScoreMatrix
-from evalcert.diagnostics.metrics import (fidelity, holdout_rmse, partition_vector,
-                                          ranking_auc, read_agent_labels)
+from evalcert.diagnostics.metrics import fidelity, holdout_rmse, partition_vector, ranking_auc
 from evalcert.errors import InputError
+from evalcert.io.agent_labels import read_agent_labels
 
 
 def test_auc_is_the_mann_whitney_probability_with_half_ties():

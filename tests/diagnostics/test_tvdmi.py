@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evalcert.diagnostics.tvdmi import read_tvdmi_examples, tvdmi_scores
+from evalcert.diagnostics.tvdmi import tvdmi_scores
+from evalcert.io.tvdmi import read_tvdmi_examples
 from evalcert.errors import InputError
 from tests.conftest import require_shared
 from tests.diagnostics.conftest import TVD

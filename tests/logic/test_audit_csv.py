@@ -12,7 +12,8 @@ import pytest
 
 from evalcert.cli import main
 from evalcert.datasets.mtbench import load_table1
-from evalcert.logic import label_bounds, load_audit_input
+from evalcert.logic import label_bounds
+from evalcert.io.decisions import load_audit_input
 
 COLUMNS = ["grader", "label", "key", "items", "method", "min_correct", "max_correct",
            "min_accuracy", "max_accuracy", "free_min_correct", "free_max_correct",

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from evalcert.errors import InputError
-from evalcert.logic import alarm, load_audit_input, read_decisions, read_label_counts
+from evalcert.logic import alarm
+from evalcert.io.decisions import load_audit_input, read_decisions, read_label_counts
 from evalcert.logic.qcomplex import qcomplex_array, qcomplex_size
 
 PAIRWISE = """question_id,model_a,model_b,winner,judge,turn

@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from evalcert.errors import InputError
-from evalcert.logic import alarm, label_counts, read_decisions, read_label_counts
+from evalcert.logic import alarm, label_counts
+from evalcert.io.decisions import read_decisions, read_label_counts
 from evalcert.logic.summaries import as_threshold, decisions_from_frame
 
 GOOD = {"authors": {"a": 5, "b": 10, "tie": 10}, "gpt4": {"a": 4, "b": 18, "tie": 3}}

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalcert.data import ScoreMatrix, read_scores
+from evalcert.data import ScoreMatrix
+from evalcert.io.scores import read_scores
 from evalcert.datasets.demo import demo_scores
 from evalcert.errors import BackendUnavailableError, CertificateError, InputError, SolverError
 from evalcert.solvers import ClippedLinear, available_backends

@@ -17,32 +17,12 @@ import functools
 import importlib.util
 
 from evalcert.errors import BackendUnavailableError
-from evalcert.solvers.backends.base import RawSolution, SolveSettings
+from evalcert.solvers.backends.base import (CVXPY_SOLVERS, DIRECT_BACKENDS, QPSOLVERS_BACKENDS,
+                                           RawSolution, SolveSettings)
 
 __all__ = ["RawSolution", "SolveSettings", "CVXPY_SOLVERS", "QPSOLVERS_BACKENDS",
            "available_backends", "available_qpsolvers", "check_backend", "check_qp_backend",
            "solve_qp"]
-
-#: Backends that go through CVXPY, mapped to CVXPY's solver name and the
-#: Python module that provides it.
-CVXPY_SOLVERS = {"osqp": ("OSQP", "osqp"), "clarabel": ("CLARABEL", "clarabel"),
-                 "scs": ("SCS", "scs"), "ecos": ("ECOS", "ecos")}
-
-#: Backends that do not use CVXPY.
-DIRECT_BACKENDS = {"native": "scipy", "osqp-direct": "osqp"}
-
-#: Backends through qpsolvers (:mod:`evalcert.solvers.backends.qpsolvers_`),
-#: named ``qpsolvers-<solver>``, mapped to qpsolvers' solver name and the module
-#: that provides the solver. Offered by :func:`available_qpsolvers` (the
-#: benchmark, :func:`solve_qp` and ``ClippedLinear(solver=...)`` take them);
-#: the hand-written routes add refit caches (native factorisations, OSQP's
-#: set-up workspace, CVXPY's compiled DPP problem) that these do not have.
-QPSOLVERS_BACKENDS = {"qpsolvers-piqp": ("piqp", "piqp"),
-                      "qpsolvers-proxqp": ("proxqp", "proxsuite"),
-                      "qpsolvers-daqp": ("daqp", "daqp"),
-                      "qpsolvers-highs": ("highs", "highspy"),
-                      "qpsolvers-cvxopt": ("cvxopt", "cvxopt")}
-
 
 @functools.lru_cache(maxsize=None)
 def _installed(module: str) -> bool:

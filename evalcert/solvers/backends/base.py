@@ -8,8 +8,30 @@ import numpy as np
 
 from evalcert.solvers.certificates import Tolerance
 
-__all__ = ["RawSolution", "SolveSettings", "solver_options", "CostEstimate", "estimate_cost",
+__all__ = ["CVXPY_SOLVERS", "DIRECT_BACKENDS", "QPSOLVERS_BACKENDS", "RawSolution", "SolveSettings",
+           "solver_options", "CostEstimate", "estimate_cost",
            "check_cost"]
+
+#: Backends that go through CVXPY, mapped to CVXPY's solver name and the
+#: Python module that provides it.
+CVXPY_SOLVERS = {"osqp": ("OSQP", "osqp"), "clarabel": ("CLARABEL", "clarabel"),
+                 "scs": ("SCS", "scs"), "ecos": ("ECOS", "ecos")}
+
+#: Backends that do not use CVXPY.
+DIRECT_BACKENDS = {"native": "scipy", "osqp-direct": "osqp"}
+
+#: Backends through qpsolvers (:mod:`evalcert.solvers.backends.qpsolvers_`),
+#: named ``qpsolvers-<solver>``, mapped to qpsolvers' solver name and the module
+#: that provides the solver. Offered by :func:`available_qpsolvers` (the
+#: benchmark, :func:`solve_qp` and ``ClippedLinear(solver=...)`` take them);
+#: the hand-written routes add refit caches (native factorisations, OSQP's
+#: set-up workspace, CVXPY's compiled DPP problem) that these do not have.
+QPSOLVERS_BACKENDS = {"qpsolvers-piqp": ("piqp", "piqp"),
+                      "qpsolvers-proxqp": ("proxqp", "proxsuite"),
+                      "qpsolvers-daqp": ("daqp", "daqp"),
+                      "qpsolvers-highs": ("highs", "highspy"),
+                      "qpsolvers-cvxopt": ("cvxopt", "cvxopt")}
+
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,8 +26,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
-from evalcert.solvers.backends import CVXPY_SOLVERS
-from evalcert.solvers.backends.base import RawSolution, SolveSettings, solver_options
+from evalcert.solvers.backends.base import CVXPY_SOLVERS, RawSolution, SolveSettings, solver_options
 from evalcert.solvers.certificates import QP
 from evalcert.solvers.clipped_linear_qp import Design, build_qp, hessian
 

@@ -29,13 +29,13 @@ in :mod:`~evalcert.solvers.backends.native_kkt`.
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Callable
 
 import numpy as np
 
 from evalcert.errors import InputError
+from evalcert.progress import DELAY, progress_bar
 from evalcert.solvers.backends.base import RawSolution, SolveSettings, solver_options
 from evalcert.solvers.backends.native_kkt import _kkt_solve
 from evalcert.solvers.backends.native_pcg import _pcg_kkt_solve, _Unsupported
@@ -239,8 +239,6 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
     >>> sol.ok, np.round(sol.x, 8).tolist(), np.round(sol.y, 8).tolist()
     (True, [1.0], [1.0])
     """
-    from tqdm.auto import tqdm
-
     opts = solver_options(NAME, settings)
     start = time.perf_counter()
     deadline = start + float(settings.time_limit)
@@ -252,8 +250,7 @@ def solve(qp: QP, settings: SolveSettings = SolveSettings(), x0: np.ndarray | No
         raise InputError(f"solver_options path must be 'direct' or 'pcg', got {path!r}")
     x_start = np.zeros(qp.n) if x0 is None else np.asarray(x0, dtype=float)
     y_start = np.zeros(qp.m) if y0 is None else np.asarray(y0, dtype=float)
-    progress = tqdm(desc=f"native ({path})", unit="step", delay=3.0, file=sys.stderr,
-                    disable=not settings.verbose, leave=False)
+    progress = progress_bar(settings.verbose, desc=f"native ({path})", unit="step", delay=DELAY)
     used = set()
 
     def kkt(active, bounds, x, y_act, tight):
