@@ -35,12 +35,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from evalcert.io.scores import read_scores
 from evalcert.diagnostics import (IsotonicCalibrated, MeanImputedSVD, NuclearNormCompletion,
                                   RaschLeastSquares, UVFactorization, baseline_comparison,
                                   bootstrap_fidelity, coverage_sweep, curl_test,
-                                  partition_vector, read_agent_labels, sparse_recovery)
+                                  partition_vector, sparse_recovery)
 from evalcert.diagnostics.sampling import holdout_mask, sample_training
+from evalcert.io.agent_labels import read_agent_labels
+from evalcert.io.scores import read_scores
 from evalcert.plots.coverage import plot_coverage_sweep
 from evalcert.plots.curl import plot_curl_ecdf
 from evalcert.results import format_table

@@ -69,6 +69,7 @@ _PUBLIC = {
     "alarm_full": "evalcert.logic.joint",
     "AlarmResult": "evalcert.logic",
     "run_audit": "evalcert.logic.audit",
+    "AuditSpec": "evalcert.logic.audit",
     "AuditReport": "evalcert.logic.audit",
     "read_decisions": "evalcert.io.decisions",
     "label_counts": "evalcert.logic",

@@ -331,7 +331,7 @@ def test_counting_sort_equals_the_stable_argsort(seed):
 
 
 def test_a_counting_sort_that_loses_order_is_caught_not_trusted(monkeypatch):
-    from evalcert import data_cells
+    from evalcert.data import cells as data_cells
     monkeypatch.setattr(data_cells, "_counting_order", lambda keys, size, carry: carry[::-1])
     with pytest.raises(RuntimeError, match="counting sort of the cells failed"):
         ScoreMatrix.from_cells([1, 0, 1], [0, 0, 1], [0.1, 0.2, 0.3], ["a", "b"], ["x", "y"])
@@ -405,7 +405,7 @@ def _random_long_table(rng, n_agents, n_items, n_missing):
 def test_streaming_equals_in_memory_on_random_files_and_batch_sizes(tmp_path, monkeypatch, seed,
                                                                      unify_every):
     # unify_every small: names are unified (and cells recoded) during the scan too
-    from evalcert.io import scores as data_io
+    from evalcert.data import frames as data_io
     monkeypatch.setattr(data_io, "_UNIFY_EVERY", unify_every)
     pa = pytest.importorskip("pyarrow")
     import pyarrow.parquet as pq
@@ -542,7 +542,7 @@ def test_names_keep_first_appearance_whatever_the_dictionary_order(seed):
     when a batch's dictionary is in that order already (Parquet's), and sorts
     when it is not: both against a plain Python reference, over batches."""
     import pyarrow as pa
-    from evalcert.io.scores import _NameCodes
+    from evalcert.data.frames import _NameCodes
     rng = np.random.default_rng(seed)
     pool = [f"n{i}" for i in range(40)]
     names, seen = _NameCodes("item"), []

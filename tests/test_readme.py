@@ -5,7 +5,7 @@ generated data.
 How README lines are read
 -------------------------
 * Python blocks and commands run in a temporary folder holding the fixture files
-  below (``scores.csv``, ``S.csv``, ``decisions.csv``, ``agent_labels.csv``,
+  below (``scores.csv``, ``S.csv``, ``decisions.csv``, ``pairs.csv``, ``agent_labels.csv``,
   ``responses.csv``) and a link ``evalcert/`` to the package, so shipped files can be
   named by their path in the repository (``evalcert/datasets/mtbench_table1.csv``).
 * A line ``EXPR  # CLAIM`` or ``EXPR  # CLAIM: explanation`` whose CLAIM is a Python
@@ -95,6 +95,14 @@ def workdir(tmp_path, monkeypatch):
     mtbench = pd.read_csv(REPO_ROOT / "evalcert" / "datasets" / "mtbench_table1.csv", dtype=str)
     mtbench[["item", "experts", "authors", "gpt4"]].to_csv(tmp_path / "decisions.csv",
                                                            index=False)
+    # pairwise judgments of the same table, each comparison also shown swapped (B/A)
+    win = {"a": "model_a", "b": "model_b", "tie": "tie"}
+    flip = {"a": "model_b", "b": "model_a", "tie": "tie"}
+    pairs = [(r.question_id, a, b, w[getattr(r, judge)], judge)
+             for r in mtbench.itertuples() for judge in ("authors", "gpt4")
+             for a, b, w in ((r.model_a, r.model_b, win), (r.model_b, r.model_a, flip))]
+    pd.DataFrame(pairs, columns=["question_id", "model_a", "model_b", "winner",
+                                 "judge"]).to_csv(tmp_path / "pairs.csv", index=False)
     pd.DataFrame({"agent": frame.index, "good_faith": np.arange(len(frame)) % 2}).to_csv(
         tmp_path / "agent_labels.csv", index=False)
     rng = np.random.default_rng(0)

@@ -57,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="items some grader skipped: error (default), drop them for every "
                              "grader, or keep them (--m full: each grader judged on the items "
                              "it decided)")
-    parser.add_argument("--solver", choices=("highs", "cbc"), default="highs",
-                        help="ILP solver for --m 2 / full")
+    parser.add_argument("--ilp-solver", "--solver", dest="solver", choices=("highs", "cbc"),
+                        default="highs",
+                        help="ILP solver for --m 2 / full (--solver: the old spelling)")
     parser.add_argument("--panel", action="store_true",
                         help="print the Sec. IV statement about the graders as a panel")
     parser.add_argument("--plot", default=None,
@@ -82,6 +83,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-keys", type=int_range(1, 1000), default=10, metavar="K",
                         help="attaining keys at which --csv/--bounds ranges are computed "
                              "(default 10)")
+    parser.add_argument("--judges", action="store_true",
+                        help="per-judge table first: Dawid-Skene accuracy with a bootstrap "
+                             "interval, kappa, alpha without the judge, exact accuracy "
+                             "ranges at T, and flags (weakest, degenerate, copy)")
+    parser.add_argument("--judges-csv", default=None,
+                        help="write the per-judge table as CSV here (implies --judges)")
+    parser.add_argument("--judges-plot", default=None,
+                        help="draw the per-judge table here (.png/.pdf/.svg; implies --judges)")
     parser.add_argument("--estimates", default=None,
                         help="point estimates beside the bounds, checked against T: ds "
                              "(Dawid-Skene), mv (majority vote), e.g. ds,mv (crowd-kit)")
@@ -102,6 +111,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grade", default=None,
                         help="overall-accuracy spec checked under M=1 (App. D), e.g. 0.7")
     parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    parser.add_argument("--swapped", action="store_true",
+                        help="pairwise logs: merge each comparison shown as A/B and B/A into "
+                             "one item judged by <judge>/ab and <judge>/ba, and report each "
+                             "judge's consistency under the swap")
+    parser.add_argument("--tolerance", type=nonnegative_int, default=0, metavar="K",
+                        help="ordinal labels (e.g. scores 1-10 declared in order with "
+                             "--labels): a decision within K steps of the true label is "
+                             "correct; M=1, 2 and full, exact")
+    parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                        help="stop the --m 2 / full search after SECONDS and print the "
+                             "proven bounds T in [lo, hi] instead of an exact T")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar on stderr (drawn once an audit passes ~3 s)")
     parser.add_argument("--verbose", action="store_true", help="progress of ILP solves")
     parser.set_defaults(func=run)
 
@@ -127,16 +149,18 @@ def run(args: argparse.Namespace) -> int:
     ...
     0
     """
-    from evalcert.logic.audit import run_audit
     from evalcert.io.outputs import check_outputs
+    from evalcert.logic.audit import AuditSpec, run_audit
 
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
-                   "--squares": args.squares},
+                   "--squares": args.squares, "--judges-csv": args.judges_csv,
+                   "--judges-plot": args.judges_plot},
                   inputs=[args.path], force=args.force,
                   suffixes={"--json": (".json",), "--plot": images, "--csv": (".csv",),
-                            "--squares": images})
-    report = run_audit(
+                            "--squares": images, "--judges-csv": (".csv",),
+                            "--judges-plot": images})
+    spec = AuditSpec(
         args.path, args.threshold, m=args.m, fmt=args.format, labels=args.labels,
         graders=args.graders.split(",") if args.graders else None,
         on_missing=args.on_missing, item_col=args.item_col, grader_col=args.grader_col,
@@ -147,7 +171,11 @@ def run(args: argparse.Namespace) -> int:
         lower=args.lower, upper=args.upper, sequence=args.sequence,
         label_thresholds=args.label_thresholds, grade=args.grade, squares=args.squares,
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
-        verbose=args.verbose)
+        judges=args.judges, judges_csv=args.judges_csv,
+        judges_plot=args.judges_plot, swapped=args.swapped, tolerance=args.tolerance,
+        time_limit=args.time_limit,
+        progress=not args.no_progress, verbose=args.verbose)
+    report = run_audit(spec)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
     print(report.summary(panel=args.panel, bounds=args.bounds))

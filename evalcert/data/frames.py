@@ -34,8 +34,14 @@ __all__ = ["wide_cells", "long_cells", "looks_numeric", "LongBuilder", "Cells", 
 class Cells(NamedTuple):
     """Observed cells in row-major order with their names (the frame layer's output).
 
-    ``ScoreMatrix.from_cells(*cells, bounds=..., presorted=True, distinct_names=True)``
-    builds the matrix from them.
+    :meth:`evalcert.data.ScoreMatrix.from_frame_cells` builds the matrix from them.
+
+    Examples
+    --------
+    >>> cells = Cells(np.array([0, 1]), np.array([1, 0]), np.array([0.5, -1.0]), ["a", "b"],
+    ...               ["x", "y"], 0)
+    >>> cells.rows.tolist(), cells.items, cells.n_missing
+    ([0, 1], ['x', 'y'], 0)
     """
 
     rows: np.ndarray
@@ -229,7 +235,17 @@ class _NameCodes:
 
 
 class LongBuilder:
-    """Accumulates batches of long-table rows into int32 codes, then row-major :class:`Cells`."""
+    """Accumulates batches of long-table rows into int32 codes, then row-major :class:`Cells`.
+
+    Examples
+    --------
+    >>> builder = LongBuilder()
+    >>> builder.add(pd.Series(["m1", "m2"]), pd.Series(["q1", "q1"]), pd.Series(["0.5", "1"]))
+    >>> builder.add(pd.Series(["m1"]), pd.Series(["q2"]), pd.Series([""]))   # a missing score
+    >>> cells = builder.finish()
+    >>> cells.agents, cells.items, cells.scores.tolist(), cells.n_missing
+    (['m1', 'm2'], ['q1', 'q2'], [0.5, 1.0], 1)
+    """
 
     def __init__(self) -> None:
         self.names = (_NameCodes("agent"), _NameCodes("item"))
@@ -288,6 +304,14 @@ def wide_cells(frame: pd.DataFrame,
     """A wide frame's scores (dense, NaN = unobserved), agent names and item names.
 
     See :meth:`evalcert.data.ScoreMatrix.from_wide`, which builds the matrix from them.
+
+    Examples
+    --------
+    >>> values, agents, items = wide_cells(pd.DataFrame({"agent": ["m1", "m2"],
+    ...                                                  "q1": ["0.5", ""], "q2": ["1", "-1"]}),
+    ...                                    "agent")
+    >>> values.tolist(), agents, items
+    ([[0.5, 1.0], [nan, -1.0]], ['m1', 'm2'], ['q1', 'q2'])
     """
     if agent_column is None and "agent" in frame.columns:
         agent_column = "agent"
@@ -318,6 +342,13 @@ def long_cells(frame: pd.DataFrame, agent: str, item: str, score: str) -> "Cells
     """A long frame's observed cells, row-major, checked for repeats.
 
     See :meth:`evalcert.data.ScoreMatrix.from_long`, which builds the matrix from them.
+
+    Examples
+    --------
+    >>> cells = long_cells(pd.DataFrame({"a": ["m1", "m1"], "i": ["q2", "q1"], "s": [1, 0.5]}),
+    ...                    "a", "i", "s")
+    >>> cells.cols.tolist(), cells.scores.tolist()             # row-major: q2 came first
+    ([0, 1], [1.0, 0.5])
     """
     missing = [c for c in (agent, item, score) if c not in frame.columns]
     if missing:

@@ -9,16 +9,22 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from evalcert.logic.alarms import (AlarmResult, MinMaxCurve, alarm, alarm_threshold,
-                                   attaining_keys, best_correct, key_value, minmax_curve)
+from evalcert.logic.alarms import (alarm, alarm_threshold, attaining_keys, best_correct,
+                                   key_value, minmax_curve)
+from evalcert.logic.audit import AuditReport, AuditSpec, run_audit
 from evalcert.logic.bounds import LabelBounds, label_bounds
 from evalcert.logic.evaluations import (EvaluationCounts, count_evaluations,
                                         evaluation_counts, iter_evaluations, m1_axiom_terms)
 from evalcert.logic.exams import GradeSets, grade_sets, grades_at_key
+from evalcert.logic.exact import RatioProgram, exact_alarm
 from evalcert.logic.ilp import IlpResult, M1Model, best_min_accuracy_ilp, consistent_ilp
+from evalcert.logic.joint import alarm_full
+from evalcert.logic.judges import JudgeTable, judge_table
 from evalcert.logic.pairs import (M2Model, alarm_m2, m2_alarm_threshold,
                                   m2_best_min_accuracy, m2_consistent)
 from evalcert.logic.qcomplex import iter_qcomplex, qcomplex_array, qcomplex_size
+from evalcert.logic.result import AlarmResult, MinMaxCurve
+from evalcert.logic.sequences import alarm_sequence
 from evalcert.logic.summaries import (Decisions, LabelCounts, ReadReport, as_label_counts,
                                       decisions_from_frame, label_counts)
 
@@ -32,6 +38,8 @@ __all__ = [
     "iter_qcomplex", "qcomplex_array", "qcomplex_size",
     "Decisions", "LabelCounts", "ReadReport", "as_label_counts",
     "decisions_from_frame", "label_counts", "mtbench_demo",
+    "AuditReport", "AuditSpec", "run_audit", "RatioProgram", "exact_alarm", "alarm_full",
+    "alarm_sequence", "JudgeTable", "judge_table",
 ]
 
 

@@ -26,7 +26,6 @@ only at (6, 15, 4), ``v(8, 9, 8) = 3/8``, ``min_q v(q) = 3/25``. The paper repor
 
 from __future__ import annotations
 
-import dataclasses
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
@@ -35,7 +34,7 @@ import numpy as np
 from evalcert.logic.qcomplex import Bounds, qcomplex_array, qcomplex_bounds, qcomplex_size
 from evalcert.logic.qcomplex import iter_qcomplex
 from evalcert.logic.summaries import Decisions, LabelCounts, as_label_counts, as_threshold
-from evalcert.results import ResultMixin, format_table
+from evalcert.logic.result import AlarmResult, MinMaxCurve
 
 __all__ = ["MinMaxCurve", "AlarmResult", "best_correct", "key_value", "alarm_threshold",
            "attaining_keys", "binding_pairs", "minmax_curve", "alarm"]
@@ -155,57 +154,6 @@ def attaining_keys(summaries: Any, threshold: Fraction, *, lower: Sequence[int] 
     return total, tuple(keys)
 
 
-@dataclasses.dataclass(frozen=True)
-class MinMaxCurve(ResultMixin):
-    """Per-key min-max values (Fig. 7) and per-label values (Fig. 8), exact as int ratios.
-
-    Attributes
-    ----------
-    labels : tuple of str
-    keys : ndarray, shape (K, R)
-        Every answer key, in lexicographic order.
-    numer, denom : ndarray, shape (K,)
-        ``v(q) = numer / denom``.
-    label_numer, label_denom : ndarray, shape (K, R)
-        ``min_i min(q_l, R_{l,i}) / q_l``; ``label_denom == 0`` where ``q_l = 0`` (no demand).
-
-    Examples
-    --------
-    >>> from evalcert.datasets.mtbench import paper_summaries
-    >>> curve = minmax_curve(paper_summaries())
-    >>> len(curve.values()), round(float(curve.values().max()), 4)
-    (351, 0.6667)
-    """
-
-    labels: tuple[str, ...]
-    keys: np.ndarray
-    numer: np.ndarray
-    denom: np.ndarray
-    label_numer: np.ndarray
-    label_denom: np.ndarray
-
-    def values(self) -> np.ndarray:
-        """``v(q)`` as floats (for plotting and sorting; float order is exact for Q < 10^7)."""
-        return self.numer / self.denom
-
-    def value(self, k: int) -> Fraction:
-        """Exact ``v`` of the k-th key."""
-        return Fraction(int(self.numer[k]), int(self.denom[k]))
-
-    def label_values(self, label: int) -> np.ndarray:
-        """Per-label values as floats, NaN where the key has no item of that label."""
-        den = self.label_denom[:, label]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 0, self.label_numer[:, label] / np.maximum(den, 1), np.nan)
-
-    def summary(self) -> str:
-        v = self.values()
-        k_max, k_min = int(np.argmax(v)), int(np.argmin(v))
-        return (f"M=1 curve over {len(v)} keys; max v = {self.value(k_max)} at "
-                f"{tuple(self.keys[k_max].tolist())}, min v = {self.value(k_min)} at "
-                f"{tuple(self.keys[k_min].tolist())}")
-
-
 def minmax_curve(summaries: Any, *, lower: Sequence[int] | None = None,
                  upper: Sequence[int] | None = None) -> MinMaxCurve:
     """Walk the whole Q-complex (vectorised) and compute ``v(q)`` and per-label values.
@@ -230,98 +178,6 @@ def minmax_curve(summaries: Any, *, lower: Sequence[int] | None = None,
         num[smaller], den[smaller] = c[smaller], q[smaller]
     g = np.gcd(num, den)
     return MinMaxCurve(counts.labels, keys, num // g, den // g, lab_num, keys)
-
-
-@dataclasses.dataclass(frozen=True)
-class AlarmResult(ResultMixin):
-    """Verdict of a no-knowledge alarm.
-
-    Attributes
-    ----------
-    threshold : Fraction
-        The user's level ``x``: "every grader better than x on every label".
-    fires : bool
-        True iff no answer key is consistent with the spec, i.e. ``x >= T``.
-    T : Fraction
-        Exact alarm threshold: the alarm fires iff ``x >= T``.
-    attaining_keys : tuple of tuple of int
-        Answer keys with ``v(q) = T`` (at most ``max_keys`` listed).
-    n_attaining : int or None
-        Exact number of such keys; None when they were not all enumerated (M=2 / full
-        joint with more candidates than ``max_checks``: the listed key is a witness).
-    binding : tuple of (grader, label)
-        Graders and labels whose best accuracy equals ``T`` at an attaining key.
-    m : int or str
-        Order of the summaries used: 1, 2 or ``"full"`` (the full joint).
-    n_keys : int
-        Size of the (bounded) Q-complex.
-    curve : MinMaxCurve or None
-        Per-key min-max curve (Fig. 7) and per-label curves (Fig. 8), when asked.
-    labels, graders : tuple of str
-    method : str
-    witness : dict or None
-        M=2 / full joint: one consistent evaluation at an attaining key (key, correct counts
-        per grader, App. C Eq. 18 pair statistics), re-checked in integers.
-    n_solves : int
-        Integer programs solved (0 for the closed form).
-    seconds : float
-        Wall time of the computation.
-
-    Examples
-    --------
-    >>> r = alarm({"authors": {"a": 5, "b": 10, "tie": 10},
-    ...            "gpt4": {"a": 4, "b": 18, "tie": 3}}, "1/2", curves=False)
-    >>> r.fires, r.T, r.n_keys, r.attaining_keys
-    (False, Fraction(2, 3), 351, ((6, 15, 4),))
-    >>> print(r.summary().splitlines()[1])
-    T = 2/3 (0.6667): the alarm fires iff x >= T
-    """
-
-    threshold: Fraction
-    fires: bool
-    T: Fraction
-    attaining_keys: tuple[tuple[int, ...], ...]
-    n_attaining: int | None
-    binding: tuple[tuple[str, str], ...]
-    m: int | str
-    n_keys: int | None
-    labels: tuple[str, ...]
-    graders: tuple[str, ...]
-    method: str
-    curve: MinMaxCurve | None = None
-    n_solves: int = 0
-    seconds: float = 0.0
-    witness: dict[str, Any] | None = None
-
-    def summary(self) -> str:
-        verdict = "FIRES" if self.fires else "silent"
-        which = "full joint" if self.m == "full" else f"M={self.m}"
-        head = (f"no-knowledge alarm ({which}, {self.method}): {verdict} at x = "
-                f"{self.threshold} ({float(self.threshold):.4f})\n"
-                f"T = {self.T} ({float(self.T):.4f}): the alarm fires iff x >= T\n"
-                f"labels {', '.join(self.labels)}; graders {', '.join(self.graders)}; "
-                f"{self.n_keys} answer keys"
-                + (f"; {self.n_solves} integer programs in {self.seconds:.2f} s"
-                   if self.n_solves else "") + "\n")
-        rows = [[", ".join(map(str, k))] for k in self.attaining_keys[:10]]
-        if self.n_attaining is None:
-            title = "a key attaining T (witness; not all attaining keys enumerated)"
-            more = ""
-        else:
-            title = f"keys attaining T ({self.n_attaining})"
-            more = (f"\n... {self.n_attaining - len(rows)} more attaining keys"
-                    if self.n_attaining > len(rows) else "")
-        bind = "; ".join(f"{g} on {l}" for g, l in self.binding) or "-"
-        text = head + format_table(rows, [title]) + more
-        text += f"\nbinding (grader, label): {bind}"
-        if self.witness is not None and self.witness.get("pair_statistics"):
-            text += ("\nEq. 18 pair correctness covariance at the witness key "
-                     f"{tuple(self.witness['key'])} (0: independent errors):")
-            for pair, row in self.witness["pair_statistics"].items():
-                text += f"\n  {pair}: " + ", ".join(f"{l} {v}" for l, v in row.items())
-        if self.curve is not None:
-            text += "\ncurve: " + self.curve.summary()
-        return text
 
 
 def binding_pairs(counts: LabelCounts, keys: Sequence[Sequence[int]],

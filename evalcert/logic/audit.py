@@ -16,12 +16,13 @@ from typing import Any, Sequence
 import numpy as np
 
 from evalcert.errors import InputError
-from evalcert.logic.alarms import AlarmResult, alarm, minmax_curve
+from evalcert.logic.alarms import alarm, minmax_curve
 from evalcert.logic.bounds import METHOD_NAMES, LabelBounds, check_bounds_size, label_bounds
+from evalcert.logic.result import AlarmResult
 from evalcert.logic.summaries import Decisions, LabelCounts
 from evalcert.results import ResultMixin, to_jsonable
 
-__all__ = ["AuditReport", "run_audit", "panel_statement", "grader_label_bounds"]
+__all__ = ["AuditSpec", "AuditReport", "run_audit", "panel_statement", "grader_label_bounds"]
 
 METHODS = ("1", "2", "full")
 #: most bootstrap resamples (each costs one closed-form T_1)
@@ -100,6 +101,8 @@ class AuditReport(ResultMixin):
     bounds : LabelBounds or None
         Per-(grader, label) accuracy ranges at the attaining keys under the chosen M
         (``--csv`` / ``--bounds``).
+    judges : JudgeTable or None
+        The per-judge table (``--judges``): estimated and exact, with flags.
 
     Examples
     --------
@@ -124,9 +127,12 @@ class AuditReport(ResultMixin):
     bootstrap: dict[str, Any] | None = None
     spec: dict[str, Any] | None = None
     bounds: LabelBounds | None = None
+    judges: Any = None
 
     def summary(self, panel: bool = False, bounds: bool = False) -> str:
         text = self.result.summary()
+        if self.judges is not None:
+            text = "judges: " + self.judges.summary() + "\n" + text
         if panel:
             text += "\n" + panel_statement(self.result)
         if bounds and self.bounds is not None:
@@ -158,7 +164,8 @@ class AuditReport(ResultMixin):
                "estimates": [to_jsonable(e) for e in self.estimates],
                "agreement": to_jsonable(self.agreement), "bootstrap": self.bootstrap,
                "spec": to_jsonable(self.spec),
-               "bounds": self.bounds.to_dict() if self.bounds is not None else None}
+               "bounds": self.bounds.to_dict() if self.bounds is not None else None,
+               "judges": self.judges.to_dict() if self.judges is not None else None}
         if full_curve and self.result.curve is not None:
             c = self.result.curve
             out["curve"] = {**(self.curve_summary or {}), "keys": c.keys.tolist(),
@@ -170,32 +177,103 @@ class AuditReport(ResultMixin):
         Path(path).write_text(json.dumps(self.to_dict(full_curve), indent=2))
 
 
-def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
-              fmt: str = "auto", labels: Sequence[str] | str | None = None,
-              graders: Sequence[str] | None = None, on_missing: str = "error",
-              item_col: str | None = None, grader_col: str | None = None,
-              label_col: str | None = None, label_map: str | None = None,
-              solver: str = "highs", plot: str | Path | None = None,
-              csv: str | Path | None = None, estimators: Sequence[str] = (),
-              with_agreement: bool = False, n_boot: int = 0, seed: int = 0,
-              lower: Sequence[int] | str | None = None,
-              upper: Sequence[int] | str | None = None, sequence: int = 1,
-              label_thresholds: str | dict[str, Any] | None = None, grade: Any = None,
-              squares: str | Path | None = None, squares_key: Sequence[int] | str | None = None,
-              with_bounds: bool = False, max_keys: int = 10, verbose: bool = False
+@dataclasses.dataclass(frozen=True)
+class AuditSpec:
+    """Everything one audit is asked to do (the CLI builds it from its flags).
+
+    Attributes
+    ----------
+    path : str or Path
+        Judge log or JSON label-count summary.
+    threshold : level ``x`` in [0, 1] (number, string or Fraction)
+    m : ``"1"``, ``"2"`` or ``"full"``
+    fmt, labels, graders, on_missing, item_col, grader_col, label_col, label_map
+        How to read ``path`` (:func:`evalcert.io.decisions.load_audit_input`).
+    solver : ILP solver for M=2 / the full joint (``"highs"`` or ``"cbc"``)
+    plot, csv, squares : output paths (checked by the caller), or None
+    squares_key : key of ``squares`` (default: the first attaining key)
+    estimators : ``"ds"``, ``"mv"``; with_agreement, n_boot, seed: estimates beside T
+    lower, upper : QC bounds on the key's label counts
+    sequence : windows of this many consecutive items (App. E), chained through one
+        item-level key
+    label_thresholds, grade : one M=1 spec to check
+    with_bounds, max_keys : per-(grader, label) ranges at the first attaining keys
+    judges, judges_csv, judges_plot : build the per-judge table
+        (:mod:`evalcert.logic.judges`); write it as CSV / draw it here
+    swapped : merge each pairwise comparison's A/B and B/A presentations into one item with
+        graders ``<judge>/ab`` and ``<judge>/ba`` (:mod:`evalcert.logic.swaps`); the judges'
+        swap consistency goes to ``read["swapped"]`` and the judge table
+    tolerance : ordinal labels: a decision within this many steps of the true label (in
+        the declared label order) counts as correct (:mod:`evalcert.logic.ordinal`)
+    time_limit : seconds for the M=2 / full-joint search; past it the result carries the
+        proven bounds ``T in [T, T_upper]`` (``result.T_upper``) instead of an exact ``T``
+    progress : a progress bar on stderr once the search passes ~3 s (keys decided, bounds
+        on ``T``)
+    verbose : progress of ILP solves on stderr at once
+
+    Examples
+    --------
+    >>> AuditSpec("judges.csv", "0.6", m="full").m
+    'full'
+    """
+
+    path: str | Path
+    threshold: Any = "0.5"
+    m: str | int = "1"
+    fmt: str = "auto"
+    labels: Sequence[str] | str | None = None
+    graders: Sequence[str] | None = None
+    on_missing: str = "error"
+    item_col: str | None = None
+    grader_col: str | None = None
+    label_col: str | None = None
+    label_map: str | None = None
+    solver: str = "highs"
+    plot: str | Path | None = None
+    csv: str | Path | None = None
+    estimators: Sequence[str] = ()
+    with_agreement: bool = False
+    n_boot: int = 0
+    seed: int = 0
+    lower: Sequence[int] | str | None = None
+    upper: Sequence[int] | str | None = None
+    sequence: int = 1
+    label_thresholds: str | dict[str, Any] | None = None
+    grade: Any = None
+    squares: str | Path | None = None
+    squares_key: Sequence[int] | str | None = None
+    with_bounds: bool = False
+    max_keys: int = 10
+    judges: bool = False
+    judges_csv: str | Path | None = None
+    judges_plot: str | Path | None = None
+    swapped: bool = False
+    tolerance: int = 0
+    time_limit: float | None = None
+    progress: bool = False
+    verbose: bool = False
+
+
+def run_audit(spec: AuditSpec | str | Path, threshold: Any = None, **options: Any
               ) -> AuditReport:
-    """Read ``path`` and run the alarm of order ``m`` (``1``, ``2`` or ``"full"``).
+    """Run one audit: read ``spec.path`` and run the alarm of order ``spec.m`` (``1``, ``2``
+    or ``"full"``).
+
+    ``spec`` is an :class:`AuditSpec`; ``run_audit(path, threshold, m=..., ...)`` (the
+    fields of :class:`AuditSpec` as keywords) builds one.
 
     Output paths are the caller's to check (the CLI does it before calling); ``plot`` and
     ``csv`` are written here. ``estimators`` (``"ds"``, ``"mv"``), ``with_agreement`` and
     ``n_boot`` (item bootstrap of ``T_1``, seeded) add :mod:`evalcert.logic.estimates`.
     ``lower``/``upper`` bound the key's label counts (QC bounds); ``sequence`` > 1 audits
-    windows of that many consecutive items (App. E); ``label_thresholds``
-    (``"a=0.6,b=0.5"``) and ``grade`` (overall accuracy) are checked as one M=1 spec.
-    ``squares`` writes Figs. 5-6 for the first two graders at ``squares_key`` (default: the
-    first attaining key). ``csv`` (or ``with_bounds=True``, without a file) computes the
-    per-(grader, label) accuracy ranges of :func:`grader_label_bounds` under the chosen M at
-    the first ``max_keys`` attaining keys; the CSV has the columns ``CSV_COLUMNS``.
+    windows of that many consecutive items (App. E) whose key comes from one item-level key
+    (:func:`evalcert.logic.sequences.alarm_sequence`; M=1 or the full joint);
+    ``label_thresholds`` (``"a=0.6,b=0.5"``) and ``grade`` (overall accuracy) are checked as
+    one M=1 spec. ``squares`` writes Figs. 5-6 for the first two graders at ``squares_key``
+    (default: the first attaining key). ``csv`` (or ``with_bounds=True``, without a file)
+    computes the per-(grader, label) accuracy ranges of :func:`grader_label_bounds` under the
+    chosen M at the first ``max_keys`` attaining keys; the CSV has the columns
+    ``CSV_COLUMNS``. ``judges`` adds the per-judge table.
 
     Examples
     --------
@@ -203,46 +281,92 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.json"
     >>> _ = p.write_text(json.dumps({"authors": {"a": 5, "b": 10, "tie": 10},
     ...                              "gpt4": {"a": 4, "b": 18, "tie": 3}}))
-    >>> run_audit(p, "0.5").result.T
+    >>> run_audit(AuditSpec(p, "0.5")).result.T
+    Fraction(2, 3)
+    >>> run_audit(p, "0.5", m="1").result.T  # the keyword path
     Fraction(2, 3)
     """
-    m = str(m)
+    if not isinstance(spec, AuditSpec):
+        if threshold is not None:
+            options["threshold"] = threshold
+        spec = AuditSpec(spec, **options)
+    elif threshold is not None or options:
+        raise InputError("give either an AuditSpec or a path with keywords, not both")
+    return _run(spec)
+
+
+def _run(spec: AuditSpec) -> AuditReport:
+    m, solver, verbose, n_boot = str(spec.m), spec.solver, spec.verbose, spec.n_boot
+    plot, csv, squares, max_keys = spec.plot, spec.csv, spec.squares, spec.max_keys
+    estimators, with_agreement, sequence = tuple(spec.estimators), spec.with_agreement, \
+        spec.sequence
     if m not in METHODS:
         raise InputError(f"m={m!r}; use 1, 2 or full")
     if not 0 <= n_boot <= MAX_BOOT:
         raise InputError(f"--bootstrap {n_boot}: give 0 (none) to {MAX_BOOT:,} resamples")
-    if not 0 <= seed < 2**63:
-        raise InputError(f"--seed {seed}: give a whole number >= 0")
-    kwargs: dict[str, Any] = {"format": fmt, "item_col": item_col, "grader_col": grader_col,
-                              "label_col": label_col, "label_map": label_map}
+    if not 0 <= spec.seed < 2**63:
+        raise InputError(f"--seed {spec.seed}: give a whole number >= 0")
+    if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
+        raise InputError(f"--sequence {sequence!r}: give a whole number >= 1")
     from evalcert.io.decisions import load_audit_input   # orchestration: the one file read
 
-    data = load_audit_input(path, labels=labels, on_missing=on_missing, graders=graders,
-                            **kwargs)
+    kwargs: dict[str, Any] = {"format": spec.fmt, "item_col": spec.item_col,
+                              "grader_col": spec.grader_col, "label_col": spec.label_col,
+                              "label_map": spec.label_map}
+    data = load_audit_input(spec.path, labels=spec.labels, on_missing=spec.on_missing,
+                            graders=spec.graders, **kwargs)
     if isinstance(data, Decisions):
         read = to_jsonable(data.report) if data.report is not None else {}
         notes = tuple(data.report.notes()) if data.report is not None else ()
     else:
         read, notes = {"format": "label counts (json)", "items_used": data.n_items}, ()
+    swap = None
+    if spec.swapped:
+        if not isinstance(data, Decisions):
+            raise InputError("--swapped needs a pairwise judge log, not label counts")
+        from evalcert.logic.swaps import apply_on_missing, merge_swapped
+
+        merged = merge_swapped(data)
+        data, n_drop = apply_on_missing(merged.decisions, spec.on_missing)
+        notes += (merged.summary() + (f"; {n_drop} comparisons shown in one order only "
+                                      "dropped" if n_drop else ""),)
+        read["swapped"] = {"items_before": merged.items_before,
+                           "comparisons": merged.items_after, "dropped_one_order": n_drop,
+                           "swap_consistency": merged.swap_consistency,
+                           "judged_in_both_orders": merged.n_both}
+        swap = {f"{g}/{o}": v for g, v in merged.swap_consistency.items() for o in ("ab", "ba")}
+    items = data
+    with_bounds = spec.with_bounds
     if sequence != 1:
         if not isinstance(data, Decisions):
             raise InputError("--sequence needs the decisions in test order, not label counts")
+        needs = [flag for flag, on in (("--csv", csv), ("--bounds", with_bounds or None),
+                                       ("--plot", plot), ("--squares", squares),
+                                       ("--label-thresholds", spec.label_thresholds),
+                                       ("--grade", spec.grade)) if on is not None]
+        if needs:
+            raise InputError(f"{', '.join(needs)} with --sequence would range over window keys "
+                             "no item-level key attains; drop them or --sequence")
         from evalcert.logic.sequences import sequence_aligned
 
         data = sequence_aligned(data, sequence)
         notes += (f"sequence-aligned (App. E): {len(data.items)} windows of {sequence} "
-                  f"consecutive items, {len(data.labels)} labels",)
-    bounds = {"lower": _ints(lower, "lower"), "upper": _ints(upper, "upper")}
+                  f"consecutive items, {len(data.labels)} labels, chained through one "
+                  "item-level key",)
+    bounds = {"lower": _ints(spec.lower, "lower"), "upper": _ints(spec.upper, "upper")}
     if m != "1" and not isinstance(data, Decisions):
         raise InputError(f"--m {m} needs question-aligned decisions (a judge log), not label "
                          "counts")
-    if m == "1" and isinstance(data, Decisions) and not data.complete:
-        raise InputError("--on-missing keep leaves skipped decisions, which only --m full "
-                         "handles; use --m full or --on-missing drop")
-    if (estimators or with_agreement or n_boot) and not isinstance(data, Decisions):
-        raise InputError("estimates, agreement and the bootstrap need the decisions (a judge "
-                         "log), not label counts")
-    want_bounds = with_bounds or csv is not None
+    if m in ("1", "2") and isinstance(data, Decisions) and not data.complete:
+        raise InputError(f"--on-missing keep leaves skipped decisions; the M={m} axioms need "
+                         "every grader on every item and only --m full handles skips: use "
+                         "--m full or --on-missing drop")
+    want_judges = spec.judges or spec.judges_csv is not None or spec.judges_plot is not None
+    if (estimators or with_agreement or n_boot or want_judges) and \
+            not isinstance(data, Decisions):
+        raise InputError("estimates, agreement, the bootstrap and the per-judge table need "
+                         "the decisions (a judge log), not label counts")
+    want_bounds = with_bounds or csv is not None or want_judges
     if isinstance(data, Decisions) and not data.complete:
         needs = [flag for flag, on in (("--csv", csv), ("--bounds", with_bounds or None),
                                        ("--plot", plot), ("--squares", squares))
@@ -251,30 +375,58 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
             raise InputError(f"{', '.join(needs)} need{'s' if len(needs) == 1 else ''} "
                              "every grader on every item (M=1 curves and squares, "
                              "accuracies at a fixed key); drop them or use --on-missing drop")
+        want_bounds = False
+    want_bounds = want_bounds and sequence == 1 and not spec.tolerance
     if not 1 <= max_keys <= 1000:
         raise InputError(f"--max-keys {max_keys}: give 1 to 1000 keys")
     if want_bounds:
         check_bounds_size(max_keys, len(data.graders), len(data.labels))
-    key_sq = _ints(squares_key, "key")
+    key_sq = _ints(spec.squares_key, "key")
     if key_sq is not None:
         n_items = len(data.items) if isinstance(data, Decisions) else data.n_items
         if len(key_sq) != len(data.labels) or min(key_sq) < 0 or sum(key_sq) != n_items:
-            raise InputError(f"--key {squares_key}: give {len(data.labels)} counts >= 0 "
+            raise InputError(f"--key {spec.squares_key}: give {len(data.labels)} counts >= 0 "
                              f"summing to Q = {n_items}, one per label {list(data.labels)}")
     curve = None
-    if m == "1":
+    threshold = spec.threshold
+    if spec.time_limit is not None and not spec.time_limit > 0:
+        raise InputError(f"--time-limit {spec.time_limit}: give a number of seconds > 0")
+    search = {"progress": spec.progress, "time_limit": spec.time_limit}
+    if spec.tolerance:
+        if sequence != 1 or with_bounds or csv is not None or plot is not None or \
+                squares is not None or \
+                spec.label_thresholds is not None or spec.grade is not None:
+            raise InputError("--tolerance runs the alarm alone (with --judges' estimated "
+                             "columns); drop --sequence, --csv, --bounds, --plot, --squares, "
+                             "--label-thresholds and --grade")
+        from evalcert.logic.ordinal import alarm_tolerance
+
+        result = alarm_tolerance(data, threshold, spec.tolerance, m=m, solver=solver,
+                                 verbose=verbose, **search, **bounds)
+    elif sequence != 1:
+        from evalcert.logic.sequences import alarm_sequence
+
+        result = alarm_sequence(items, sequence, threshold, m=m, solver=solver,
+                                verbose=verbose, **search, **bounds)
+    elif m == "1":
         result = alarm(data, threshold, curves=plot is not None, **bounds)
         curve = result.curve
     elif m == "2":
         from evalcert.logic.pairs import alarm_m2
 
-        result = alarm_m2(data, threshold, solver=solver, verbose=verbose, **bounds)
+        result = alarm_m2(data, threshold, solver=solver, verbose=verbose, **search, **bounds)
     else:
         from evalcert.logic.joint import alarm_full
 
-        result = alarm_full(data, threshold, solver=solver, verbose=verbose, **bounds)
+        result = alarm_full(data, threshold, solver=solver, verbose=verbose, **search,
+                            **bounds)
     curve_summary = None
     extras: dict[str, Any] = {}
+    if result.T_upper is not None:
+        notes += (f"time limit reached: T in [{result.T}, {result.T_upper}] (proven bounds); "
+                  "per-(grader, label) ranges, curves and the judge table's exact columns "
+                  "need the exact T and are skipped",)
+        want_bounds = False
     if plot is not None:
         from evalcert.plots.alarms import plot_minmax_curve
 
@@ -304,9 +456,27 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
     if estimators or with_agreement or n_boot:
         from evalcert.logic import estimates as est
 
-        extras["estimates"] = tuple(est.estimate(data, result.T, e) for e in estimators)
+        extras["estimates"] = tuple(est.estimate(data, result.T, e, solver=solver)
+                                    for e in estimators)
         extras["agreement"] = est.agreement(data) if with_agreement else None
-        extras["bootstrap"] = est.bootstrap_t(data, n_boot, seed) if n_boot else None
+        extras["bootstrap"] = est.bootstrap_t(data, n_boot, spec.seed) if n_boot else None
+    if want_judges:
+        from evalcert.logic.judges import judge_table
+
+        extras["judges"] = table = judge_table(data, result, extras.get("bounds"),
+                                               seed=spec.seed, swap=swap)
+        if spec.judges_csv is not None:
+            rows = table.csv_rows()
+            with open(spec.judges_csv, "w", newline="") as fh:
+                writer = _csv.DictWriter(fh, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+            notes += (f"per-judge table written to {spec.judges_csv}",)
+        if spec.judges_plot is not None:
+            from evalcert.plots.judges import plot_judges
+
+            plot_judges(table, spec.judges_plot)
+            notes += (f"per-judge figure written to {spec.judges_plot}",)
     if squares is not None:
         from evalcert.plots.alarms import plot_correctness_squares
 
@@ -316,8 +486,8 @@ def run_audit(path: str | Path, threshold: Any = "0.5", *, m: str | int = "1",
                                  threshold=float(result.threshold))
         notes += (f"correctness squares of {', '.join(counts.graders[:2])} at key {key} "
                   f"written to {squares}",)
-    if label_thresholds is not None or grade is not None:
-        extras["spec"] = _spec(data, label_thresholds, grade, bounds, solver)
+    if spec.label_thresholds is not None or spec.grade is not None:
+        extras["spec"] = _spec(data, spec.label_thresholds, spec.grade, bounds, solver)
     return AuditReport(result, read, notes, curve_summary, **extras)
 
 

@@ -210,7 +210,7 @@ def _builder(data: Any, m: int | str) -> tuple[Callable[[tuple[int, ...]], Any],
             model = M2Model(data, key=key)
             return model.prob, [model.diagonal(i) for i in range(n_g)]
         return build, counts
-    from evalcert.logic.joint import JointModel
+    from evalcert.logic.splits import JointModel
 
     def build(key: tuple[int, ...]) -> Any:
         model = JointModel(data, key=key)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from fractions import Fraction
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -25,7 +25,8 @@ from evalcert.errors import BackendUnavailableError, InputError
 from evalcert.logic.summaries import Decisions
 from evalcert.results import ResultMixin, format_table
 
-__all__ = ["Estimate", "Agreement", "estimate", "agreement", "bootstrap_t"]
+__all__ = ["Estimate", "Agreement", "estimate", "accuracies_consistent", "agreement",
+           "bootstrap_t"]
 
 ESTIMATORS = ("ds", "mv")
 
@@ -61,7 +62,14 @@ class Estimate(ResultMixin):
         What the estimate claims every grader reaches on every label (Dawid-Skene: the
         smallest model accuracy; majority vote: ``hard_min``).
     consistent : bool
-        ``claimed_min <= T``: the claim is inside the logically consistent set.
+        What ``checked`` says was checked holds. Dawid-Skene: one answer key gives every
+        grader at least its Dawid-Skene accuracy (rounded down to 1/1000) on every label at
+        once, under the full-joint axioms (an exact MILP over the whole evaluation, not only
+        its minimum). Majority vote: its hard labels are an answer key, so its evaluation is
+        a point of the consistent set by construction, and ``hard_min <= T``.
+    T : Fraction
+    checked : str
+        The check, in words.
 
     Examples
     --------
@@ -80,13 +88,14 @@ class Estimate(ResultMixin):
     claimed_min: float
     consistent: bool
     T: Fraction
+    checked: str = ""
 
     def summary(self) -> str:
-        verdict = ("inside the logically consistent set" if self.consistent else
-                   "OUTSIDE the logically consistent set: no answer key allows it")
+        verdict = "holds" if self.consistent else "FAILS: no answer key allows it"
         return (f"{self.method}: key {self.key}; claims every grader >= {self.claimed_min:.4f} "
-                f"on every label vs T = {self.T} ({float(self.T):.4f}): {verdict}; at its hard "
-                f"labels the worst (grader, label) accuracy is {self.hard_min}")
+                f"on every label vs T = {self.T} ({float(self.T):.4f}); checked: "
+                f"{self.checked}: {verdict}; at its hard labels the worst (grader, label) "
+                f"accuracy is {self.hard_min}")
 
 
 def _long(dec: Decisions) -> pd.DataFrame:
@@ -97,8 +106,39 @@ def _long(dec: Decisions) -> pd.DataFrame:
                          "label": np.asarray(dec.labels, dtype=object)[arr[k, i]]})
 
 
-def estimate(decisions: Decisions, T: Fraction, method: str = "ds", *, n_iter: int = 100
-             ) -> Estimate:
+def accuracies_consistent(decisions: Decisions, levels: dict[str, Sequence[Fraction]],
+                          solver: str = "highs") -> bool:
+    """Whether one answer key gives every grader ``i`` at least ``levels[i][t]`` accuracy on
+    every label ``t`` it decided items of, under the full-joint axioms (exact MILP on
+    :class:`evalcert.logic.splits.JointModel`; a label without items makes no demand).
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> dec = table1_decisions()
+    >>> accuracies_consistent(dec, {"authors": [Fraction(5, 8)] * 3, "gpt4": [Fraction(5, 8)] * 3})
+    True
+    >>> accuracies_consistent(dec, {"authors": [Fraction(2, 3)] * 3, "gpt4": [Fraction(2, 3)] * 3})
+    False
+    """
+    import pulp
+
+    from evalcert.logic.ilp import run_solver
+    from evalcert.logic.splits import JointModel
+
+    model = JointModel(decisions)
+    for i, g in enumerate(decisions.graders):
+        for t, f in enumerate(levels[g]):
+            f = Fraction(f)
+            model.prob += (f.denominator * model.correct[i][t]
+                           >= f.numerator * model.den[i][t]), f"claim_{i}_{t}"
+    model.prob += pulp.lpSum([])
+    status, _ = run_solver(model.prob, solver)
+    return status == "Optimal"
+
+
+def estimate(decisions: Decisions, T: Fraction, method: str = "ds", *, n_iter: int = 100,
+             solver: str = "highs") -> Estimate:
     """Dawid-Skene (``"ds"``) or majority vote (``"mv"``) through crowd-kit, checked against
     the alarm threshold ``T``.
 
@@ -141,8 +181,19 @@ def estimate(decisions: Decisions, T: Fraction, method: str = "ds", *, n_iter: i
         claimed = min(a for g in acc for lab, a in zip(decisions.labels, acc[g])
                       if lab in present and not np.isnan(a))
     key = tuple(int((truth == t).sum()) for t in range(r))
-    return Estimate(name, key, correct, decided, hard_min, acc, claimed,
-                    claimed <= float(T) + 1e-12 and hard_min <= T, T)
+    if acc is None:
+        checked = ("its hard labels are an answer key, so its evaluation is a point of the "
+                   f"consistent set by construction, and its worst cell {hard_min} <= T")
+        ok = hard_min <= T
+    else:
+        levels = {g: [Fraction(int(np.floor(a * 1000 + 1e-9)), 1000) if not np.isnan(a)
+                      and lab in present else Fraction(0)
+                      for lab, a in zip(decisions.labels, acc[g])] for g in decisions.graders}
+        checked = ("one answer key gives every grader at least its Dawid-Skene accuracy "
+                   "(rounded down to 1/1000) on every label at once, under the full-joint "
+                   "axioms (exact MILP)")
+        ok = accuracies_consistent(decisions, levels, solver)
+    return Estimate(name, key, correct, decided, hard_min, acc, claimed, ok, T, checked)
 
 
 @dataclasses.dataclass(frozen=True)

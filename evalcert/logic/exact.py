@@ -1,6 +1,6 @@
 """The exact alarm driver shared by M=2 and the full joint (paper 003, App. C extended).
 
-:func:`exact_alarm` takes a model builder (a :class:`_Spec`: the consistent set, the key's
+:func:`exact_alarm` takes a model builder (a :class:`RatioProgram`: the consistent set, the key's
 label counts, and per (grader, label) the ``correct`` and ``den`` expressions) and returns
 the exact threshold ``T = max min_{i,t} correct / den`` with attaining keys and binding
 (grader, label) pairs. ``T`` is searched by :class:`evalcert.logic.search.KeySearch` (answer
@@ -33,14 +33,24 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pulp
 
-from evalcert.errors import CertificateError
-from evalcert.logic.alarms import AlarmResult
+from evalcert.errors import CertificateError, SolverError
+from evalcert.logic.result import AlarmResult
 from evalcert.logic.ilp import run_solver
 from evalcert.logic.levels import check_integer_solution, linear_value, max_ratio
 from evalcert.logic.search import KeySearch
 from evalcert.logic.summaries import Decisions, as_threshold
+from evalcert.progress import DELAY, progress_bar
 
-__all__ = ["exact_alarm", "lp_levels"]
+__all__ = ["RatioProgram", "exact_alarm", "lp_levels"]
+
+
+class _OutOfTime(Exception):
+    """The key search passed its time limit (caught in :func:`exact_alarm`)."""
+
+
+def _left(time_limit: float | None, since: float) -> float | None:
+    """What is left of ``time_limit`` seconds started at ``since`` (at least 1 ns)."""
+    return None if time_limit is None else max(time_limit - (time.perf_counter() - since), 1e-9)
 
 
 def _int(expr: Any, values: dict[str, int]) -> int:
@@ -50,8 +60,32 @@ def _int(expr: Any, values: dict[str, int]) -> int:
 
 
 @dataclasses.dataclass
-class _Spec:
-    """One model with its (correct, den) expressions, as the driver sees it."""
+class RatioProgram:
+    """What the exact driver maximises: ``min_{i,t} correct[i][t] / den[i][t]`` over the
+    integer points of ``prob``, whose answer key's label counts are ``q``.
+
+    Every alarm that runs on :func:`exact_alarm` (M=2, the full joint, chained windows)
+    hands it a builder ``key -> RatioProgram`` (``key=None``: the key is free).
+
+    Attributes
+    ----------
+    prob : pulp.LpProblem
+        The consistent set (no objective needed).
+    q : list of PuLP expressions
+        The key's label counts.
+    correct, den : list (per grader) of list (per label) of PuLP expressions or ints
+        Items grader ``i`` got right on label ``t``, and those it decided (``den = q[t]``
+        with complete decisions); a cell with ``den = 0`` makes no demand.
+
+    Examples
+    --------
+    >>> from evalcert.datasets.mtbench import table1_decisions
+    >>> from evalcert.logic.joint import JointModel
+    >>> model = JointModel(table1_decisions())
+    >>> program = RatioProgram(model.prob, model.q, model.correct, model.den)
+    >>> len(program.q), len(program.correct)  # 3 labels, 2 graders
+    (3, 2)
+    """
 
     prob: pulp.LpProblem
     q: list[Any]
@@ -59,7 +93,7 @@ class _Spec:
     den: list[list[Any]]
 
 
-def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
+def _evaluate(spec: RatioProgram, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
                                                 Fraction, dict[str, int]]:
     values = check_integer_solution(spec.prob, what)
     key = tuple(_int(e, values) for e in spec.q)
@@ -69,7 +103,7 @@ def _evaluate(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.n
     return key, corr, den, min(ratios) if ratios else Fraction(1), values
 
 
-def _add_level(spec: _Spec, f: Fraction, relax: bool = False) -> None:
+def _add_level(spec: RatioProgram, f: Fraction, relax: bool = False) -> None:
     """``den * f <= correct`` for every (grader, label), through integer auxiliaries
     ``D = den`` and ``M >= f * D``, ``correct >= M`` (valid since ``correct`` is an integer:
     the solver can branch on the few ``D``, ``M`` instead of the many pattern splits;
@@ -91,8 +125,8 @@ def _add_level(spec: _Spec, f: Fraction, relax: bool = False) -> None:
             spec.prob += corr >= shared[id(den)], f"reach_{i}_{t}"
 
 
-def _relaxed(build: Callable[[Sequence[int] | None], _Spec], level: Fraction,
-             solver: str) -> _Spec | None:
+def _relaxed(build: Callable[[Sequence[int] | None], RatioProgram], level: Fraction,
+             solver: str) -> RatioProgram | None:
     spec = build(None)
     for var in spec.prob.variables():
         var.cat = "Continuous"
@@ -102,7 +136,7 @@ def _relaxed(build: Callable[[Sequence[int] | None], _Spec], level: Fraction,
     return None if status == "Infeasible" else spec
 
 
-def lp_levels(build: Callable[[Sequence[int] | None], _Spec], upper: Fraction, max_den: int,
+def lp_levels(build: Callable[[Sequence[int] | None], RatioProgram], upper: Fraction, max_den: int,
               solver: str = "highs", steps: int = 24) -> tuple[Fraction, Fraction | None]:
     """Bisection on the LP relaxation: ``(lo, hi)`` with the LP feasible at ``lo`` and
     infeasible at ``hi`` (``None`` if it never was), denominators ``<= max_den``. The
@@ -128,7 +162,7 @@ def lp_levels(build: Callable[[Sequence[int] | None], _Spec], upper: Fraction, m
     return lo, found
 
 
-def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decisions,
+def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions: Decisions,
                 threshold: Any, *, upper: Fraction, m: int | str, method: str,
                 solver: str = "highs", candidates: Callable[[Fraction], Any] | None = None,
                 n_keys: int | None = None, max_checks: int = 200, max_binding_keys: int = 3,
@@ -136,7 +170,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
                 describe: Callable[[tuple[int, ...], Any], dict[str, Any]] | None = None,
                 start: tuple[Fraction, tuple[int, ...], Any] | None = None,
                 improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
-                search: str = "keys", max_keys: int = 2000) -> AlarmResult:
+                search: str = "keys", max_keys: int = 2000, progress: bool = False,
+                time_limit: float | None = None) -> AlarmResult:
     """Alarm from a model builder: exact ``T``, attaining keys and binding (grader, label)
     pairs by fixed-key ILPs, every feasible point re-checked.
 
@@ -150,7 +185,12 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     the M=1 keys with ``v(q) >= T``); without it only the witness key is listed.
     ``start``: ``(value, key, split)`` of a point known to be consistent (a lower bound).
     ``describe(key, values_or_split)`` turns the witness at ``T`` into the result's
-    ``witness`` dict. ``improve(values)`` may turn a solver's point into a better consistent
+    ``witness`` dict. ``progress``: a bar on stderr once the search passes ~3 s (at once
+    with ``verbose``) with the keys decided and the proven bounds ``T in [lo, hi]``.
+    ``time_limit`` (seconds, key search only): past it the search stops and the result
+    carries the proven bounds (``T`` the best re-checked point, ``T_upper`` the lowest
+    level known unattainable or the upper bound given; no attaining-key list, no binding
+    pairs) instead of raising. ``improve(values)`` may turn a solver's point into a better consistent
     point ``(value, key, point)`` (a local search), re-checked exactly by the caller.
 
     Examples
@@ -163,7 +203,7 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     >>> dec = table1_decisions()
     >>> def build(key):
     ...     model = JointModel(dec, key=key)
-    ...     return _Spec(model.prob, model.q, model.correct, model.den)
+    ...     return RatioProgram(model.prob, model.q, model.correct, model.den)
     >>> result = exact_alarm(build, dec, "0.5", upper=Fraction(1), m="full",
     ...                      method="full-joint ILP")
     >>> result.T, result.attaining_keys[0] in {(6, 16, 3), (8, 14, 3)}  # a witness key
@@ -174,7 +214,7 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     found: dict[Fraction, tuple[tuple[int, ...], Any]] = {}
     n_solves = 0
 
-    def solve(spec: _Spec, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
+    def solve(spec: RatioProgram, what: str) -> tuple[tuple[int, ...], np.ndarray, np.ndarray,
                                                Fraction] | None:
         nonlocal n_solves
         n_solves += 1
@@ -212,8 +252,40 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     if search == "keys" and solver == "highs":
         kspec = build(None)
         finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
-        t_val, n_keys_decided = finder.run(attained, upper, lambda values, f: accept(
-            _evaluate(kspec, f"{method} at level {f}"), f))
+        bar = progress_bar(progress or verbose, desc=method, unit="key",
+                           delay=0.0 if verbose else DELAY)
+        state = {"lo": attained, "hi": upper, "keys": 0}
+
+        def step(best: Fraction, hi: Fraction, n_decided: int) -> None:
+            bar.update(n_decided - state["keys"])
+            state.update(lo=best, hi=hi, keys=n_decided)
+            bar.set_postfix_str(f"T in [{best}, {hi}]")
+            if time_limit is not None:
+                left = time_limit - (time.perf_counter() - t0)
+                if left <= 0:
+                    raise _OutOfTime()
+                finder.model.time_limit = min(finder.model.time_limit, max(left, 0.1))
+
+        finder.on_step = step
+        try:
+            t_val, n_keys_decided = finder.run(attained, upper, lambda values, f: accept(
+                _evaluate(kspec, f"{method} at level {f}"), f))
+        except (_OutOfTime, SolverError) as stop:
+            bar.close()
+            if isinstance(stop, SolverError) and not (
+                    time_limit is not None and stop.status == "time_limit"):
+                raise
+            lo = max(found) if found else Fraction(0)  # every key attains 0
+            return AlarmResult(
+                threshold=x, fires=x >= state["hi"], T=lo,
+                attaining_keys=(found[lo][0],) if found else (),
+                n_attaining=None, binding=(), m=m, n_keys=n_keys, labels=decisions.labels,
+                graders=decisions.graders,
+                method=f"{method} ({solver}; stopped at the time limit of {time_limit:g} s)",
+                n_solves=n_solves + finder.model.n_mip, seconds=time.perf_counter() - t0,
+                witness=describe(*found[lo]) if describe is not None and found else None,
+                T_upper=state["hi"])
+        bar.close()
         n_solves += finder.model.n_mip
         if verbose:
             print(f"  key search: T = {t_val}, {n_keys_decided} keys decided "
@@ -230,6 +302,12 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
         i, t)`` with ``kind`` ``"above"`` (``b * correct - a * den >= 1`` for ``T = a / b``:
         strictly above T) or ``"den"`` (``den >= 1``)."""
         nonlocal n_solves
+        if time_limit is not None:
+            left = time_limit - (time.perf_counter() - t0)
+            if left <= 0:
+                raise _OutOfTime()
+            if finder is not None:
+                finder.model.time_limit = max(left, 0.1)
         spec = kspec if finder is not None else build(key)
         rows = []
         for kind, i, t in require:
@@ -249,25 +327,39 @@ def exact_alarm(build: Callable[[Sequence[int] | None], _Spec], decisions: Decis
     points: dict[tuple[int, ...], tuple] = {}
     n_att: int | None
     n_cand, cand = candidates(t_val) if candidates is not None else (None, ())
+    late = ""  # what the time limit left undecided after T was exact
     if t_val == 0 and n_cand is not None:  # every key attains 0
         n_att, keys = n_cand, list(cand)
     elif n_cand is not None and n_cand <= max_checks:
-        for key in map(tuple, cand):
-            out = at_key(key, f"{method} at key {key}")
-            if out is not None:
-                keys.append(key)
-                points[key] = out
-        n_att = len(keys)
+        try:
+            for key in map(tuple, cand):
+                out = at_key(key, f"{method} at key {key}")
+                if out is not None:
+                    keys.append(key)
+                    points[key] = out
+            n_att = len(keys)
+        except (_OutOfTime, SolverError) as stop:
+            if isinstance(stop, SolverError) and stop.status != "time_limit":
+                raise
+            late = "attaining keys and binding pairs"
+            keys, n_att = [found[t_val][0]], None
     else:
         keys, n_att = [found[t_val][0]], None
     binding: dict[tuple[str, str], None] = {}
-    for key in (keys[:max_binding_keys] if t_val > 0 else []):
-        first = points.get(key) or at_key(key, f"{method} at key {key}")
-        if first is None:  # a re-checked point attains T at this key
-            raise CertificateError(f"{method}: the solver calls key {key} infeasible at "
-                                   f"{t_val}, which an exactly checked point attains")
-        for i, t in _binding_cells(key, t_val, first, at_key, method, decisions):
-            binding[(decisions.graders[i], decisions.labels[t])] = None
+    try:
+        for key in (keys[:max_binding_keys] if t_val > 0 and not late else []):
+            first = points.get(key) or at_key(key, f"{method} at key {key}")
+            if first is None:  # a re-checked point attains T at this key
+                raise CertificateError(f"{method}: the solver calls key {key} infeasible at "
+                                       f"{t_val}, which an exactly checked point attains")
+            for i, t in _binding_cells(key, t_val, first, at_key, method, decisions):
+                binding[(decisions.graders[i], decisions.labels[t])] = None
+    except (_OutOfTime, SolverError) as stop:
+        if isinstance(stop, SolverError) and stop.status != "time_limit":
+            raise
+        late = late or "binding pairs"
+    if late:
+        method += f"; T exact, {late} not all decided within the time limit"
     witness = describe(*found[t_val]) if describe is not None else None
     return AlarmResult(threshold=x, fires=x >= t_val, T=t_val, attaining_keys=tuple(keys),
                        n_attaining=n_att, binding=tuple(binding), m=m, n_keys=n_keys,

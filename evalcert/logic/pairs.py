@@ -22,6 +22,7 @@ at that key (:class:`~evalcert.logic.search.KeySearch`).
 from __future__ import annotations
 
 import itertools
+import time
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -29,10 +30,11 @@ import numpy as np
 import pulp
 
 from evalcert.errors import InputError
-from evalcert.logic.alarms import AlarmResult, alarm_threshold, attaining_keys
+from evalcert.logic.alarms import alarm_threshold, attaining_keys
 from evalcert.logic.ilp import IlpResult, M1Model, solve_model
-from evalcert.logic.exact import _Spec, exact_alarm
-from evalcert.logic.joint import joint_start, witness_of_split
+from evalcert.logic.exact import RatioProgram, _left, exact_alarm
+from evalcert.logic.result import AlarmResult
+from evalcert.logic.splits import joint_start, witness_of_split
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.summaries import Decisions, as_threshold
 
@@ -132,7 +134,7 @@ def _build(dec: Decisions, lower: Any, upper: Any) -> Callable[[Sequence[int] | 
                         upper=None if key is not None else upper)
         r = len(dec.labels)
         diag = [[model.e[i][t][t] for t in range(r)] for i in range(len(dec.graders))]
-        return _Spec(model.prob, list(model.q), diag, [list(model.q)] * len(dec.graders))
+        return RatioProgram(model.prob, list(model.q), diag, [list(model.q)] * len(dec.graders))
     return build
 
 
@@ -153,7 +155,8 @@ def m2_alarm_threshold(decisions: Decisions, *, lower: Sequence[int] | None = No
 def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | None = None,
              upper: Sequence[int] | None = None, solver: str = "highs",
              max_keys: int = 1000, max_checks: int = 200, max_binding_keys: int = 3,
-             verbose: bool = False) -> AlarmResult:
+             verbose: bool = False, progress: bool = False,
+             time_limit: float | None = None) -> AlarmResult:
     """No-knowledge alarm under the M=2 axioms (ILP).
 
     ``T_2`` comes from :class:`evalcert.logic.search.KeySearch` (one cached HiGHS model:
@@ -163,7 +166,8 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
     the keys whose M=1 value reaches ``T_2`` (exactly, when at most ``max_checks`` of
     them; otherwise a witness key is listed and ``n_attaining`` is None); a (grader, label)
     pair binds at a key when no M=2-consistent evaluation with everyone at least ``T_2``
-    puts that grader above ``T_2`` on that label.
+    puts that grader above ``T_2`` on that label. ``progress`` and ``time_limit`` as in
+    :func:`evalcert.logic.exact.exact_alarm` (a time limit returns ``T in [T, T_upper]``).
 
     Examples
     --------
@@ -174,6 +178,7 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
     >>> r.T, r.fires, r.m
     (Fraction(5, 8), False, 2)
     """
+    t_start = time.perf_counter()  # the time limit counts the start point too
     dec = _check_decisions(decisions)
     counts = dec.label_counts()
     r = len(dec.labels)
@@ -202,4 +207,6 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
                                                            limit=max_keys),
                        n_keys=qcomplex_size(counts.n_items, r, lo, hi), max_checks=max_checks,
                        max_binding_keys=max_binding_keys, verbose=verbose, describe=describe,
-                       start=None if bounded else joint_start(dec, top, solver))
+                       start=None if bounded else joint_start(dec, top, solver),
+                       progress=progress,
+                       time_limit=_left(time_limit, t_start))

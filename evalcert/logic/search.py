@@ -108,6 +108,9 @@ class KeySearch:
                                                                 self.best: 0.0}), self.key[t]))
         lp = m.h.getLp()
         self.bounds = {c: (lp.col_lower_[c], lp.col_upper_[c]) for c in self.key}
+        #: called as ``on_step(best, hi, keys_decided)`` between keys (progress, deadline):
+        #: ``best`` is attained (re-checked), ``T <= hi`` (or ``T < hi`` once lowered)
+        self.on_step: Callable[[Fraction, Fraction, int], None] | None = None
 
     def column(self, expr: Any) -> int:
         """The HiGHS column of a PuLP variable, or of a new integer column ``= expr``."""
@@ -280,6 +283,8 @@ class KeySearch:
         one)``."""
         hi, decided, climbed = upper, set(), False
         while True:
+            if self.on_step is not None:
+                self.on_step(best, hi, len(decided))
             level = farey_successor(best, self.n) if best < 1 else best
             if best >= upper or level > hi or (level == hi and hi != upper):
                 return best, len(decided)
@@ -301,6 +306,8 @@ class KeySearch:
                 continue
             listed = level
             for key in self._by_promise(keys, level, decided):
+                if self.on_step is not None:
+                    self.on_step(best, hi, len(decided))
                 self._fix(key, level)
                 self.model.set_objective({self.best: 1.0}, maximize=True)  # best at the key
                 while ((level == listed or self.model.solve(relax=True) == "Optimal") and
@@ -315,6 +322,8 @@ class KeySearch:
                     self._fix(key, level)
                 decided.add(tuple(sorted(key.items())))
                 self.model.set_objective({})
+                if best >= upper or level > hi:  # the level rows are stale: stop the list
+                    break
             self._fix(None, level)
             return best, len(decided)
 

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from evalcert.errors import InputError
-from evalcert.logic.alarms import AlarmResult, MinMaxCurve
+from evalcert.logic.result import AlarmResult, MinMaxCurve
 from evalcert.logic.evaluations import correctness_squares
 from evalcert.logic.summaries import LabelCounts
 

@@ -19,7 +19,8 @@ from evalcert.errors import SolverError
 from evalcert.logic import alarm_threshold
 from evalcert.logic.ilp import HighsModel
 from evalcert.logic.exact import exact_alarm
-from evalcert.logic.joint import _joint_builder, alarm_full, joint_start
+from evalcert.logic.joint import alarm_full
+from evalcert.logic.splits import _joint_builder, joint_start
 from evalcert.logic.pairs import _build as m2_builder, alarm_m2
 from evalcert.logic.simulate import simulate_decisions
 

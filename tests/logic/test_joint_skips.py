@@ -16,7 +16,8 @@ from hypothesis import given, settings, strategies as st
 
 from evalcert.logic.exact import _add_level, exact_alarm
 from evalcert.logic.ilp import run_solver
-from evalcert.logic.joint import _joint_builder, alarm_full, joint_start
+from evalcert.logic.joint import alarm_full
+from evalcert.logic.splits import _joint_builder, joint_start
 from evalcert.logic.levels import ceil_hull, linear_value
 from evalcert.logic.simulate import simulate_decisions
 
@@ -156,3 +157,31 @@ def test_simulated_skip_logs_match_the_level_search():
     for seed in range(2):
         dec = simulate_decisions(40, 3, 4, seed=seed, skip=0.15, on_missing="keep")
         assert alarm_full(dec, "0.5", max_binding_keys=0).T == level_search(dec).T
+
+
+@settings(max_examples=8, deadline=None)
+@given(instance(min_graders=2, max_graders=4, max_q=7, skip=True),
+       st.sampled_from([1e-9, 0.05]))
+def test_a_time_limit_returns_proven_bounds_around_the_exact_t(case, limit):
+    """Stopped early, the full joint returns T in [T, T_upper] around the exact T (a brute
+    force over item keys)."""
+    r, cols = case
+    dec = decisions(cols, [f"l{t}" for t in range(r)], on_missing="keep")
+    exact = brute_force_joint(dec)
+    res = alarm_full(dec, "0.5", time_limit=limit)
+    if res.T_upper is None:
+        assert res.T == exact
+    else:
+        assert res.T <= exact <= res.T_upper
+        assert res.binding == () and res.n_attaining is None
+        assert res.fires == (Fraction(1, 2) >= res.T_upper)
+
+
+def test_m2_time_limit_bounds_contain_the_exact_t2():
+    from evalcert.logic.pairs import alarm_m2
+
+    dec = simulate_decisions(60, 3, 3, seed=4)
+    exact = alarm_m2(dec, "0.5").T
+    res = alarm_m2(dec, "0.5", time_limit=1e-9)
+    assert res.T_upper is not None and res.T <= exact <= res.T_upper
+    assert "time limit reached" in res.summary()

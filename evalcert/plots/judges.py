@@ -1,0 +1,49 @@
+"""The per-judge table as a figure (issue 25, item 1), drawn with the Agg canvas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+__all__ = ["plot_judges"]
+
+
+def plot_judges(table: Any, path: str | Path | None = None) -> Figure:
+    """One row per judge (flagged judges on top): its Dawid-Skene accuracy with the
+    bootstrap interval (estimated, a dot and a bar), its exact accuracy range at ``T``
+    (``min_accuracy`` to ``max_accuracy``, a grey band: certain) and ``T`` (dashed).
+
+    Examples
+    --------
+    >>> from evalcert.logic.judges import judge_table
+    >>> from evalcert.logic.simulate import simulate_decisions
+    >>> fig = plot_judges(judge_table(simulate_decisions(100, 2, 3, seed=0), n_boot=20))
+    >>> len(fig.axes[0].get_yticklabels())
+    3
+    """
+    rows = sorted(table.rows, key=lambda r: (r.flag is not None, -r.ds_accuracy))
+    fig = Figure(figsize=(6.5, 1.2 + 0.45 * len(rows)), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    y = np.arange(len(rows))
+    for k, r in enumerate(rows):
+        if r.min_accuracy is not None:
+            ax.barh(k, float(r.max_accuracy) - float(r.min_accuracy), left=float(r.min_accuracy),
+                    height=0.6, color="0.85", label="exact range at T" if k == 0 else None)
+        if r.ds_ci_low is not None:
+            ax.plot([r.ds_ci_low, r.ds_ci_high], [k, k], color="C0", lw=2)
+        ax.plot(r.ds_accuracy, k, "o", color="C3" if r.flag else "C0")
+    if table.T is not None:
+        ax.axvline(float(table.T), ls="--", color="k", lw=1, label=f"T = {table.T}")
+    ax.set_yticks(y, [f"{r.judge}" + (f" ({r.flag})" if r.flag else "") for r in rows])
+    ax.set_xlim(0, 1.02)
+    ax.set_xlabel("accuracy (dot, bar: Dawid-Skene with its interval)")
+    if table.T is not None or any(r.min_accuracy is not None for r in rows):
+        ax.legend(loc="lower left", fontsize=8)
+    if path is not None:
+        fig.savefig(path)
+    return fig
