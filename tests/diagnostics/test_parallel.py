@@ -106,3 +106,12 @@ def test_dask_sparse_recovery_via_scheduler_address_equals_loky(dask_client):
     remote = sparse_recovery(S, "nlogn", backend="dask", scheduler=dask_client.scheduler.address,
                              **kw)
     assert local.to_dict() == remote.to_dict()
+
+
+def test_an_error_of_the_work_is_not_reported_as_no_client(dask_client):
+    """The oldest-versions run (joblib 1.3: no return_as='generator' on dask) showed joblib's
+    ValueError re-raised as "create a Client first", although a Client existed."""
+    with pytest.raises(ValueError, match="the work's own error"):
+        with parallel.dask_client() as client:
+            assert client is dask_client
+            raise ValueError("the work's own error")
