@@ -15,8 +15,8 @@ Example
 >>> from evalcert.solvers import ClippedLinear
 >>> S = ScoreMatrix.from_array(np.array([[0.9, 0.5], [0.1, -0.3]]))
 >>> model = ClippedLinear(lam=1e-6).fit(S)
->>> bool(model.result_.certificate.passed), model.theta_.argmax()
-(True, np.int64(0))
+>>> bool(model.result_.certificate.passed), int(model.theta_.argmax())
+(True, 0)
 """
 
 from __future__ import annotations
