@@ -2,7 +2,11 @@
 
 Each module in :mod:`evalcert.commands` defines ``register(subparsers)`` that
 adds one or more verbs; every verb calls one library function and prints its
-result's ``summary()``. Typed evalcert errors and bad options are printed as one
+result's ``summary()``. Running out of memory (past evalcert's own estimates) is
+one line with status 2 too. Every file a verb writes goes through
+:func:`evalcert.io.outputs.writing` under the verb's ``--force`` and
+``--follow-symlinks`` (without them: no file replaced, no link written
+through, even if one appears while the verb runs). Typed evalcert errors and bad options are printed as one
 line and exit with status 2; Ctrl-C exits 130 and a closed pipe (``evalcert demo |
 head -1``) exits 1, both without a traceback; anything else is a bug and keeps its
 traceback.
@@ -19,6 +23,7 @@ import argparse
 import importlib
 import os
 import pkgutil
+import re
 import sys
 from typing import Sequence
 
@@ -71,6 +76,22 @@ def _silence_stdout() -> None:
         pass
 
 
+def _one_line(message: str) -> str:
+    """The message on one line, every word longer than 200 characters (a cell of a
+    file quoted in it, a megabyte long) clipped to its first 80 and its length.
+
+    Examples
+    --------
+    >>> out = _one_line("bad value " + "y" * 300 + " and more")
+    >>> out[:12], out[-32:], len(out)
+    ('bad value yy', 'yyy... (300 characters) and more', 119)
+    >>> len(_one_line("z" * 10**6)) < 120
+    True
+    """
+    return re.sub(r"\S{200,}", lambda m: f"{m.group()[:80]}... ({len(m.group()):,} characters)",
+                  message.replace("\n", " "))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit status.
 
@@ -100,12 +121,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as exc:  # --help, --version or a bad option
             sys.stdout.flush()
             return exc.code if isinstance(exc.code, int) else 2
-        status = int(args.func(args) or 0)
+        from evalcert.io.outputs import output_policy
+        with output_policy(force=getattr(args, "force", False),
+                           follow_symlinks=getattr(args, "follow_symlinks", False)):
+            status = int(args.func(args) or 0)
         sys.stdout.flush()
         return status
     except EvalcertError as exc:
-        print(f"evalcert: error: {type(exc).__name__}: {exc}".replace("\n", " "),
-              file=sys.stderr)
+        print(_one_line(f"evalcert: error: {type(exc).__name__}: {exc}"), file=sys.stderr)
+        return 2
+    except MemoryError as exc:
+        # a backstop: evalcert sizes its large allocations first (evalcert.memory), but a
+        # library it calls can still ask for more than the machine or ``ulimit -v`` allows
+        detail = f" ({str(exc).splitlines()[0][:160]})" if str(exc) else ""
+        print(_one_line(f"evalcert: error: MemoryError: out of memory{detail}; free memory, "
+                        "raise the limit (ulimit -v) or give a smaller input"), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

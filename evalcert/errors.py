@@ -17,6 +17,7 @@ __all__ = [
     "CertificateError",
     "ConvergenceError",
     "BackendUnavailableError",
+    "require_positive",
 ]
 
 
@@ -30,6 +31,37 @@ class InputError(EvalcertError, ValueError):
     The message names the offending rows, cells, labels or graders and says
     what to do about them.
     """
+
+
+def require_positive(name: str, value: object, *, integer: bool = False,
+                     allow_inf: bool = False, allow_zero: bool = False) -> object:
+    """Return ``value`` if it is a positive number (an int with ``integer``), finite unless
+    ``allow_inf``; otherwise raise :class:`InputError` naming ``name`` (``nan`` compares
+    false with everything, so a bare ``value > 0`` check lets it through elsewhere).
+
+    Examples
+    --------
+    >>> require_positive("tol", 1e-6), require_positive("max_iter", 5, integer=True)
+    (1e-06, 5)
+    >>> require_positive("tol", float("nan"))
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: tol must be a finite number > 0, got nan
+    """
+    import numbers
+    import math
+
+    kind = "an integer" if integer else "a finite number" if not allow_inf else "a number"
+    ok = (isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)) \
+        and not isinstance(value, bool)
+    if ok:
+        number = float(value)  # type: ignore[arg-type]
+        ok = not math.isnan(number) and (allow_inf or math.isfinite(number)) \
+            and (number >= 0 if allow_zero else number > 0)
+    if not ok:
+        raise InputError(f"{name} must be {kind} {'>=' if allow_zero else '>'} 0, "
+                         f"got {value!r}")
+    return value
 
 
 class ConnectivityError(InputError):

@@ -5,14 +5,22 @@ parallel maps) reports through :func:`progress_bar`, so stdout keeps the result 
 run with progress on by default pass ``delay=DELAY`` (drawn once the work passes about three
 seconds); an explicit ``verbose=True`` / ``--progress`` draws at once. Disabled, the bar is a
 stand-in with the same ``update``/``close``/``set_postfix_str`` methods (no tqdm import).
+
+A step without a loop evalcert controls (a crowd-kit fit, parsing a large file) cannot
+drive a bar; :func:`heartbeat` runs it as is and, from a second thread, says what it is
+doing once it passes :data:`DELAY` seconds, then every 15 s, and how long it took.
+Steps that end sooner print nothing, so short runs stay quiet.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any, Iterable
+import threading
+import time
+from typing import IO, Any, Iterable, Iterator
 
-__all__ = ["progress_bar", "DELAY"]
+__all__ = ["progress_bar", "heartbeat", "DELAY"]
 
 #: seconds of work before a bar that is on by default is drawn
 DELAY = 3.0
@@ -83,3 +91,57 @@ def progress_bar(enabled: bool, total: float | None = None, desc: str = "", *,
 
     return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr, delay=delay,
                 leave=leave)
+
+
+@contextlib.contextmanager
+def heartbeat(what: str, *, enabled: bool = True, after: float = DELAY, every: float = 15.0,
+              stream: IO[str] | None = None) -> Iterator[None]:
+    """Run the block; past ``after`` seconds say ``what`` is running (then every ``every``
+    seconds) and, at the end, how long it took.
+
+    Parameters
+    ----------
+    what : str
+        The step, as a phrase: ``"Dawid-Skene (crowd-kit) on 10^6 decisions"``.
+    enabled : bool
+        ``False`` prints nothing (library calls without progress).
+    after, every : float
+        Seconds before the first line and between lines.
+    stream : file, optional
+        Where to print (default: ``sys.stderr`` at the time of printing).
+
+    Examples
+    --------
+    >>> import io
+    >>> err = io.StringIO()
+    >>> with heartbeat("a quick step", stream=err):  # done before 3 s: nothing printed
+    ...     pass
+    >>> err.getvalue()
+    ''
+    """
+    if not enabled:
+        yield
+        return
+    start = time.perf_counter()
+    done = threading.Event()
+    said = threading.Event()
+
+    def say(text: str) -> None:
+        print(f"evalcert: {text}", file=stream or sys.stderr, flush=True)
+
+    def beat() -> None:
+        wait = after
+        while not done.wait(wait):
+            say(f"{what} ... ({time.perf_counter() - start:.0f} s so far)")
+            said.set()
+            wait = every
+
+    thread = threading.Thread(target=beat, name="evalcert-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        if said.is_set():
+            say(f"{what}: done in {time.perf_counter() - start:.1f} s")

@@ -163,8 +163,9 @@ class ResultMixin:
         """Serialise :meth:`to_dict` to JSON; also write it to ``path`` if given."""
         text = json.dumps(self.to_dict(), indent=indent)
         if path is not None:
-            with open(path, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            from evalcert.io.outputs import writing
+            with writing(path) as tmp:
+                tmp.write_text(text + "\n", encoding="utf-8")
         return text
 
     def summary(self) -> str:  # pragma: no cover - every subclass overrides

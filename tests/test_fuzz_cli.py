@@ -9,6 +9,12 @@ declares (found by walking it, so new options are fuzzed too) gets odd values, a
 every verb that reads a file gets every malformed file. Cases a verb owned elsewhere
 still fails are marked ``xfail(strict=True)`` in ``KNOWN`` with the reason, so a fix
 turns them into a failure that asks for the mark's removal.
+
+Issue 21 added files that are not what they seem (a named pipe, a cell of 200,000
+characters, JSON nested 100,000 deep, integers of 5,000 digits), output paths that are
+symbolic links (dangling or to an existing file, with and without ``--force``: refused,
+the target untouched), and runs in a subprocess under ``ulimit -v`` (RLIMIT_AS) and
+with a named pipe, where neither a hang nor the allocator can take the test run down.
 """
 
 from __future__ import annotations
@@ -16,6 +22,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
+import resource
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -73,8 +83,11 @@ DECISIONS = "item,g1,g2,g3\n" + "".join(
     f"{k},{'ab'[k % 2]},{'ab'[(k // 2) % 2]},{'ab'[(k // 3) % 2]}\n" for k in range(12))
 
 
-def _malformed(good: str) -> dict[str, bytes | None]:
-    """Malformed variants of a good CSV; None marks a directory."""
+FIFO = "FIFO"  # a named pipe: opening it for reading blocks until a writer comes
+
+
+def _malformed(good: str) -> dict[str, bytes | str | None]:
+    """Malformed variants of a good CSV; None marks a directory, FIFO a named pipe."""
     lines = good.splitlines()
     body = "\n".join(lines[1:]) + "\n"
     rng = np.random.default_rng(2)
@@ -96,6 +109,10 @@ def _malformed(good: str) -> dict[str, bytes | None]:
         "latin1_names": good.replace(lines[1].split(",")[0], "mod\u00e8le", 1).encode("latin-1"),
         "ragged": (good + lines[1] + ",0.5,0.5\n").encode(),
         "directory": None,
+        "fifo": FIFO,
+        # a cell past csv's default limit (131,072 characters): a _csv.Error traceback
+        "huge_cell": good.replace(lines[1].split(",")[1], "7" * 200_000, 1).encode(),
+        "huge_name": good.replace(lines[1].split(",")[0], "n" * 200_000, 1).encode(),
     }
 
 
@@ -110,10 +127,20 @@ def files(tmp_path_factory):
             path = root / f"{kind}-{name}"
             if data is None:
                 path.mkdir()
+            elif data == FIFO:
+                os.mkfifo(path)
             else:
                 path.write_bytes(data)
     (root / "corrupt.parquet").write_bytes(b"PAR1" + bytes(range(64)) + b"PAR1")
     (root / "bad.json").write_text('{"g1": {"a": 1}, "g1": {"a": 2}')
+    # Python's JSON reader: RecursionError past ~1000 levels, ValueError past 4,300 digits
+    (root / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    (root / "deep.jsonl").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    (root / "bigint.jsonl").write_text(
+        '{"agent": "a", "model": "a", "item": "q", "grader": "g", "score": '
+        + "1" * 5000 + ', "correct": 1, "label": "x"}\n')
+    (root / "bigint.json").write_text('{"g1": {"a": ' + "1" * 5000 + ', "b": 1}, '
+                                      '"g2": {"a": 1, "b": 1}}')
     return root
 
 
@@ -143,7 +170,8 @@ def _verb_key(words: tuple[str, ...]) -> str | None:
 def _cases() -> list:
     cases = []
     for verb in FILE_VERBS:  # malformed files x verbs that read files
-        for kind in (*_malformed(_scores_text()), "missing", "corrupt_parquet", "bad_json"):
+        for kind in (*_malformed(_scores_text()), "missing", "corrupt_parquet", "bad_json",
+                     *_JSON_FILES):
             cases.append((f"{verb}-file-{kind}", verb, ("file", kind), None))
     rng = np.random.default_rng(10)  # odd values for every numeric option
     for words, option in _numeric_options():
@@ -162,6 +190,10 @@ def _cases() -> list:
                          if c[0] in KNOWN else []) for c in cases]
 
 
+_JSON_FILES = {"deep_json": "deep.json", "deep_jsonl": "deep.jsonl",
+               "bigint_jsonl": "bigint.jsonl", "bigint_json": "bigint.json"}
+
+
 def _argv(verb: str, what: tuple[str, str], value: str | None, files, tmp_path) -> list[str]:
     if what[0] == "demo":
         return ["demo", what[1], str(tmp_path / value) if what[1] == "--json" else value]
@@ -172,7 +204,9 @@ def _argv(verb: str, what: tuple[str, str], value: str | None, files, tmp_path) 
     if what[0] == "file":
         kind = what[1]
         path = {"missing": files / "no-such-file.csv", "corrupt_parquet": files / "corrupt.parquet",
-                "bad_json": files / "bad.json"}.get(kind, files / f"{kind}-{good.name}")
+                "bad_json": files / "bad.json",
+                **{k: files / name for k, name in _JSON_FILES.items()}}.get(
+                    kind, files / f"{kind}-{good.name}")
         return [*before, str(path), *after]
     return [*before, str(good), *after, what[1], value]
 
@@ -271,3 +305,92 @@ def test_fit_answers_on_every_backend_are_within_their_certified_bound(seed, box
                                                    + slack), solver
         certified.append(solver)
     assert "native" in certified, certified
+
+
+# ---- symbolic links on output paths (issue 21): refused, the target untouched --------------
+
+#: verb -> (argv with {inp} and {out}; the output's name; the input file)
+OUTPUT_CASES = {
+    "fit---json": (["fit", "{inp}", "--json", "{out}"], "o.json", "scores.csv"),
+    "gini---json": (["gini", "{inp}", "--json", "{out}"], "o.json", "scores.csv"),
+    "curl---plot": (["curl", "{inp}", "--rectangles", "50", "--plot", "{out}"], "o.png",
+                    "scores.csv"),
+    "audit---json": (["audit", "{inp}", "--json", "{out}"], "o.json", "decisions.csv"),
+    "audit---csv": (["audit", "{inp}", "--csv", "{out}"], "o.csv", "decisions.csv"),
+    "audit---plot": (["audit", "{inp}", "--plot", "{out}"], "o.png", "decisions.csv"),
+    "irt-fit---json": (["irt", "fit", "{inp}", "--json", "{out}"], "o.json", "binary.csv"),
+    "irt-fit---out-dir": (["irt", "fit", "{inp}", "--out-dir", "{dir}"], "models.csv",
+                          "binary.csv"),
+    "irt-holdout---json": (["irt", "holdout", "{inp}", "--json", "{out}"], "o.json",
+                           "binary.csv"),
+    "demo---json": (["demo", "--json", "{out}"], "o.json", None),
+    "bench-report.md": ([w if w != "{out}" else "{dir}" for w in BENCH_BASE], "report.md", None),
+}
+
+
+@pytest.mark.parametrize("force", [False, True], ids=["", "force"])
+@pytest.mark.parametrize("link", ["dangling", "existing"])
+@pytest.mark.parametrize("case", list(OUTPUT_CASES))
+def test_output_symlinks_are_refused(case, link, force, files, tmp_path):
+    words, name, inp = OUTPUT_CASES[case]
+    folder = tmp_path / "out"
+    folder.mkdir()
+    victim = tmp_path / ("victim" + os.path.splitext(name)[1])
+    if link == "existing":
+        victim.write_bytes(b"keep")
+    (folder / name).symlink_to(victim)
+    argv = [w.format(inp=files / inp if inp else "", out=folder / name, dir=folder)
+            for w in words] + (["--force"] if force else [])
+    status, _, err = run_cli(argv, seconds=SECONDS)
+    errors = [line for line in err.splitlines() if ": error: " in line]
+    assert status == 2 and len(errors) == 1 and "Traceback" not in err, err
+    assert "symbolic link" in errors[0]
+    if link == "existing":
+        assert victim.read_bytes() == b"keep"
+    else:
+        assert not victim.exists()
+
+
+# ---- in a subprocess: a hang and an address-space cap cannot take the test run down ------
+
+def _run_capped(argv: list[str], cap: int | None) -> subprocess.Popen:
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(
+                   os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]))
+
+    def limit() -> None:  # in the child, before exec
+        if cap is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    return subprocess.Popen([sys.executable, "-m", "evalcert", *argv], env=env,
+                            preexec_fn=limit, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def test_fifo_and_address_space_cap_end_cleanly_in_a_subprocess(files, tmp_path):
+    # ulimit -v 1 GiB: evalcert and its imports fit; a 20,000 x 20,000 dense response
+    # table (3 GiB, from a 20,000-row long file) does not, and must be one line with
+    # status 2, not a MemoryError traceback. A FIFO must not block (was: forever).
+    diag = tmp_path / "diag.csv"
+    diag.write_text("model,item,correct\n" + "".join(f"m{i},i{i},{i % 2}\n"
+                                                     for i in range(20_000)))
+    gib = 1 << 30
+    runs = {"irt-diag-capped": (["irt", "fit", str(diag), "--format", "long"], gib, 2),
+            "audit-capped": (["audit", str(files / "decisions.csv")], gib, 0),
+            "fit-fifo": (["fit", str(files / "fifo-scores.csv")], None, 2),
+            "irt-fifo": (["irt", "fit", str(files / "fifo-binary.csv")], None, 2)}
+    procs = {key: _run_capped(argv, cap) for key, (argv, cap, _) in runs.items()}
+    try:
+        for key, proc in procs.items():
+            _, err = proc.communicate(timeout=180)
+            lines = [x for x in err.splitlines() if ": error: " in x]
+            assert "Traceback" not in err, (key, err)
+            assert proc.returncode == runs[key][2], (key, err)
+            if proc.returncode == 2:
+                assert len(lines) == 1, (key, err)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()

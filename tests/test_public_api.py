@@ -125,3 +125,30 @@ def test_subpackage_all_names_resolve(package, name):
         importlib.import_module(f"{package}.{name}")
     obj = getattr(importlib.import_module(package), name)
     assert not inspect.ismodule(obj), f"{package}.{name} is a module"
+
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -1.0, 0.0])
+def test_every_tolerance_is_validated(bad):
+    # issue 21: tol=nan was accepted (a nan tolerance never stops a loop, or always does)
+    import numpy as np
+
+    from evalcert.diagnostics.baselines import NuclearNormCompletion
+    from evalcert.errors import InputError
+    from evalcert.irt import Rasch, TwoPL
+    from evalcert.solvers.backends.base import SolveSettings
+    from evalcert.solvers.certificates import Tolerance
+
+    Y = (np.random.default_rng(0).random((20, 15)) < 0.5).astype(float)
+    cases = [lambda: Rasch(method="map", max_iter=bad).fit(Y),
+             lambda: NuclearNormCompletion(tol=bad).fit(None)]
+    if bad != 0.0:         # tol = 0: run to the rounding limit; lam = 0: no prior; exact
+        cases += [lambda: Rasch(method="map", tol=bad).fit(Y),
+                  lambda: TwoPL(method="map", tol=bad).fit(Y),
+                  lambda: Rasch(method="map", lam=bad).fit(Y),
+                  lambda: Tolerance(abs_tol=bad), lambda: Tolerance(rel_tol=bad)]
+    if bad != float("inf"):                          # no time limit, allowed
+        cases.append(lambda: SolveSettings(time_limit=bad))
+    for make in cases:
+        with pytest.raises(InputError):
+            make()

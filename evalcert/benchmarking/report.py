@@ -218,18 +218,21 @@ def report_files(profiles: Sequence[str]) -> list[str]:
     return ["runs.csv", "report.md", "scaling.png", *pngs]
 
 
-def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False) -> None:
+def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False,
+                       follow_symlinks: bool = False) -> Path:
     """Refuse, before any run, an ``out`` that is a file or whose report files
-    exist (unless ``force``), or whose parent folder is missing; see
-    :func:`evalcert.io.outputs.check_outputs`.
+    exist (unless ``force``), or whose parent folder is missing, or that is a
+    symbolic link (unless ``follow_symlinks``), or whose report files are links
+    leading outside it; see :func:`evalcert.io.outputs.check_outputs`. Returns the
+    folder to write (``out``, or its target when a link is followed).
 
     Examples
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     check_report_paths(Path(tmp) / "bench", ["default"])  # new folder: fine
+    ...     _ = check_report_paths(Path(tmp) / "bench", ["default"])  # new folder: fine
     ...     _ = (Path(tmp) / "report.md").write_text("an earlier report")
-    ...     check_report_paths(Path(tmp), ["default"], force=True)  # replaced on request
+    ...     _ = check_report_paths(Path(tmp), ["default"], force=True)  # replaced on request
     ...     check_report_paths(Path(tmp), ["default"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -238,15 +241,21 @@ def check_report_paths(out: Path, profiles: Sequence[str], force: bool = False) 
     from evalcert.errors import InputError
     from evalcert.io.outputs import check_outputs
 
+    if out.is_symlink():
+        if not follow_symlinks:
+            raise InputError(f"--out {out} is a symbolic link; evalcert does not write through "
+                             "links: give the folder itself, or pass --follow-symlinks")
+        out = Path(os.path.realpath(out))
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file; give a folder for the benchmark report")
     if not out.exists():
         parent = out.parent if str(out.parent) else Path(".")
         if not parent.is_dir():
             raise InputError(f"--out {out}: folder {parent} does not exist; create it first")
-        return
+        return out
     check_outputs({f"--out {out} ({name})": out / name for name in report_files(profiles)},
-                  force=force)
+                  force=force, follow_symlinks=follow_symlinks, within=out)
+    return out
 
 
 def write_report(result: "BenchmarkResult", out: Path,
@@ -275,11 +284,13 @@ def write_report(result: "BenchmarkResult", out: Path,
     >>> written
     ['profile_qp_default.png', 'report.md', 'runs.csv']
     """
+    from evalcert.io.outputs import writing
     from evalcert.plots.profiles import plot_performance_profile, plot_scaling
 
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "runs.csv", "markdown": out / "report.md"}
-    pd.DataFrame([r.to_dict() for r in result.records]).to_csv(paths["csv"], index=False)
+    with writing(paths["csv"]) as tmp:
+        pd.DataFrame([r.to_dict() for r in result.records]).to_csv(tmp, index=False)
     pngs = {}
     for prof in result.profiles:
         file = f"profile_{prof.kind}_{prof.profile}.png"
@@ -291,5 +302,6 @@ def write_report(result: "BenchmarkResult", out: Path,
     if panels:
         plot_scaling(panels, out / "scaling.png")
         paths["scaling"] = out / "scaling.png"
-    paths["markdown"].write_text(_markdown(result, pngs, command), encoding="utf-8")
+    with writing(paths["markdown"]) as tmp:
+        tmp.write_text(_markdown(result, pngs, command), encoding="utf-8")
     return paths

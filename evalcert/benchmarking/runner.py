@@ -321,7 +321,8 @@ def _preload(backends: Sequence[Backend]) -> None:
 def bench(families: Sequence[str] = FAMILIES, backends: Sequence[str] | None = None,
           profiles: Sequence[str] = ("low", "default", "high"), *, quick: bool = False,
           out: str | Path | None = None, data_dir: Path | None = None,
-          command: str | None = None, force: bool = False, **options: Any) -> BenchmarkResult:
+          command: str | None = None, force: bool = False, follow_symlinks: bool = False,
+          **options: Any) -> BenchmarkResult:
     """Make the problems of ``families``, run them, and write the report to ``out``.
 
     The one library call behind ``evalcert bench``; ``command`` (the command
@@ -329,7 +330,8 @@ def bench(families: Sequence[str] = FAMILIES, backends: Sequence[str] | None = N
     :func:`run_benchmark` (``time_limit``: default 10 s, :data:`QUICK_TIME_LIMIT`
     with ``quick``; ``n_jobs``, ...). Before any run,
     the report's files in ``out`` are checked (:func:`check_report_paths`: an
-    existing ``report.md`` is only replaced with ``force=True``), and a
+    existing ``report.md`` is only replaced with ``force=True``; an ``out`` that is a
+    symbolic link is only followed with ``follow_symlinks=True``), and a
     ``real`` family without data is reported on stderr and in the report.
 
     Examples
@@ -341,7 +343,8 @@ def bench(families: Sequence[str] = FAMILIES, backends: Sequence[str] | None = N
     """
     selected = select_backends(None if backends is None else list(backends))
     if out is not None:
-        check_report_paths(Path(out), profiles, force=force)
+        out = check_report_paths(Path(out), profiles, force=force,
+                                 follow_symlinks=follow_symlinks)
     notes = []
     if "real" in families:
         note = real_family_note(data_dir)

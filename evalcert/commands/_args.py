@@ -19,14 +19,33 @@ import math
 
 __all__ = ["positive_int", "nonnegative_int", "int_range", "float_range", "finite_float",
            "positive_float", "nonnegative_float", "probability", "open_probability", "fraction",
-           "OUTPUT_FLAGS_HELP", "PLOT_SUFFIXES"]
+           "OUTPUT_FLAGS_HELP", "FOLLOW_SYMLINKS_HELP", "PLOT_SUFFIXES", "add_output_flags"]
 
 #: the ``--force`` help text every verb that writes files uses
 OUTPUT_FLAGS_HELP = "overwrite existing output files (never an input file)"
+#: the ``--follow-symlinks`` help text
+FOLLOW_SYMLINKS_HELP = ("write through an output path that is a symbolic link (to its target); "
+                        "without it such a path is refused, and a file in a folder you name "
+                        "(--out-dir, --out) is never written outside that folder")
 
 #: plot formats matplotlib's Agg canvas writes, checked before any work runs
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif",
                  ".tiff", ".webp", ".pgf", ".raw", ".rgba")
+
+
+def add_output_flags(parser: argparse.ArgumentParser, force_help: str = OUTPUT_FLAGS_HELP) -> None:
+    """Add ``--force`` and ``--follow-symlinks`` (every verb that writes files has both;
+    :func:`evalcert.cli.main` applies them to every file the verb writes).
+
+    Examples
+    --------
+    >>> p = argparse.ArgumentParser()
+    >>> add_output_flags(p)
+    >>> vars(p.parse_args(["--follow-symlinks"]))
+    {'force': False, 'follow_symlinks': True}
+    """
+    parser.add_argument("--force", action="store_true", help=force_help)
+    parser.add_argument("--follow-symlinks", action="store_true", help=FOLLOW_SYMLINKS_HELP)
 
 
 def _checked(convert, text: str, what: str, ok):

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evalcert.commands._args import int_range, nonnegative_int
+from evalcert.commands._args import add_output_flags, int_range, nonnegative_int
+from evalcert.commands._sources import DECISION_FORMATS
 
 __all__ = ["register", "run"]
 
@@ -34,10 +35,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "decisions go to stderr and the JSON.")
     parser.add_argument("path", help="judge log (CSV/TSV/JSONL/JSON records/Parquet: long "
                                      "item,grader,label; wide item + one column per grader; or "
-                                     "pairwise question_id,model_a,model_b,winner,judge) or a "
-                                     "JSON object {grader: {label: count}}")
-    parser.add_argument("--format", default="auto", choices=("auto", "long", "wide", "pairwise"),
-                        help="table layout (default: detected from the columns)")
+                                     "pairwise question_id,model_a,model_b,winner,judge), FastChat "
+                                     "*_pair.jsonl/*_single.jsonl or AlpacaEval "
+                                     "annotations.json (files or folders), or a JSON object "
+                                     "{grader: {label: count}}")
+    parser.add_argument("--format", default="auto",
+                        choices=("auto", "long", "wide", "pairwise") + DECISION_FORMATS,
+                        help="table layout, or a judge tool's files: fastchat-pair "
+                             "(<judge>/g1 and /g2 are two graders), fastchat-single, "
+                             "alpaca-eval (default: detected from the files and columns)")
     parser.add_argument("--item-col", default=None, help="item column (default item)")
     parser.add_argument("--grader-col", default=None,
                         help="grader column (default grader; pairwise: judge)")
@@ -110,7 +116,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="per-label spec checked under M=1, e.g. a=0.6,b=0.6,tie=0.3")
     parser.add_argument("--grade", default=None,
                         help="overall-accuracy spec checked under M=1 (App. D), e.g. 0.7")
-    parser.add_argument("--force", action="store_true", help="overwrite existing outputs")
+    add_output_flags(parser)
     parser.add_argument("--swapped", action="store_true",
                         help="pairwise logs: merge each comparison shown as A/B and B/A into "
                              "one item judged by <judge>/ab and <judge>/ba, and report each "

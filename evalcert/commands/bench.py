@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import shlex
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, int_range, nonnegative_float, positive_float
+from evalcert.commands._args import add_output_flags, int_range, nonnegative_float, positive_float
 
 # Names only, so that building the parser imports no solver: tests/test_startup.py checks
 # them against evalcert.benchmarking.FAMILIES and PROFILES.
@@ -45,7 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="smaller sizes and one seed (under two minutes on two cores)")
     parser.add_argument("--out", default="bench_out", help="output folder (default bench_out)")
-    parser.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(parser)
     parser.add_argument("--data-dir", default=None, metavar="FOLDER",
                         help="folder with the real peer-prediction matrices (default: the "
                              "source checkout's ../shared/data; without them the real family "
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = bench(args.family, args.backends, args.profile, quick=args.quick, out=args.out,
                    data_dir=None if args.data_dir is None else Path(args.data_dir),
-                   force=args.force, command=command_line(args), shift=args.shift,
+                   force=args.force, follow_symlinks=args.follow_symlinks, command=command_line(args), shift=args.shift,
                    **({} if args.time_limit is None else {"time_limit": args.time_limit}), n_jobs=args.jobs, joblib_backend=args.joblib_backend,
                    memory=not args.no_memory)
     print(result.summary())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP
+from evalcert.commands._args import add_output_flags
 from evalcert.commands.fit import SOLVERS
 
 
@@ -17,7 +17,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--solver", default="native", choices=SOLVERS,
                    help="backend for the fit (default native)")
     p.add_argument("--json", metavar="OUT", help="write the fit result as JSON")
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, float_range, fraction,
+from evalcert.commands._args import (PLOT_SUFFIXES, add_output_flags, float_range, fraction,
                                      int_range, nonnegative_int, open_probability,
                                      positive_int)
 from evalcert.errors import InputError
@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     curl.add_argument("--plot", default=None, help="write the ECDF figure (Fig. 1) here "
                                                    "(.png, .pdf, .svg, ...)")
     curl.add_argument("--json", default=None, help="write the result as JSON here")
-    curl.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(curl)
     curl.set_defaults(func=run_curl)
 
     experiment = subparsers.add_parser(
@@ -96,7 +96,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="stop at the first failed sparse fit (default: record it, count "
                              "it in the summary and JSON, report it on stderr, go on)")
     sparse.add_argument("--json", default=None, help="write the result as JSON here")
-    sparse.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(sparse)
     sparse.set_defaults(func=run_sparse_recovery)
 
 

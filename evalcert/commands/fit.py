@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
+from evalcert.commands._args import add_output_flags, float_range
+from evalcert.commands._sources import RESULTS_FORMATS, add_source_options, source_options
 
 #: backend names (``evalcert.solvers.backends``); a missing solver is refused at run time
 SOLVERS = ("native", "osqp-direct", "osqp", "clarabel", "scs", "ecos", "qpsolvers-piqp",
@@ -21,8 +23,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "ranking, the objective, the certificate verdict and the binding box "
                     "constraints.")
     p.add_argument("scores", help="CSV or Parquet file of scores in [-1, 1]")
-    p.add_argument("--format", choices=["wide", "long"], default="wide",
-                   help="wide: one row per agent (first column = names); long: agent,item,score")
+    p.add_argument("--format", choices=("auto", "wide", "long") + RESULTS_FORMATS,
+                   default="auto",
+                   help="auto (default): a tool's files (lm-eval, helm, inspect, eee, py-irt) "
+                        "are detected, any other table is wide; wide: one row per agent "
+                        "(first column = names); long: agent,item,score")
     p.add_argument("--lam", type=float_range(0, MAX_LAM), default=1e-6,
                    help=f"ridge weight in [0, {MAX_LAM:g}] (default 1e-6)")
     p.add_argument("--box", choices=["all", "observed", "none"], default="all",
@@ -31,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="backend (default native; osqp..ecos go through CVXPY, qpsolvers-* "
                         "through qpsolvers)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_source_options(p)
+    add_output_flags(p)
     p.set_defaults(func=run)
 
 
@@ -43,7 +49,26 @@ def run(args: argparse.Namespace) -> int:
 
     check_outputs({"--json": args.json}, inputs=[args.scores], force=args.force)
     check_qp_backend(args.solver)
-    S = read_scores(args.scores, format=args.format)
+    fmt = args.format
+    if fmt not in ("wide", "long"):
+        from evalcert.io.detect import detect_format
+
+        tool = detect_format(args.scores) if fmt == "auto" else fmt
+        if tool is None:
+            fmt = "wide"
+        else:
+            from evalcert.io.detect import read_results
+
+            if args.format == "auto":
+                print(f"evalcert: {args.scores}: read as {tool} (detected)", file=sys.stderr)
+            read = read_results(args.scores, tool, **source_options(args))
+            print("evalcert: " + read.summary().replace("\n", "\nevalcert: "), file=sys.stderr)
+            S = read.matrix
+    if fmt in ("wide", "long"):
+        from evalcert.progress import heartbeat
+
+        with heartbeat(f"reading {args.scores}"):             # says so past 3 s
+            S = read_scores(args.scores, format=fmt)
     model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
     print(model.result_.summary())
     if args.json:

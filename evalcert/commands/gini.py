@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import OUTPUT_FLAGS_HELP, float_range
+from evalcert.commands._args import add_output_flags, float_range
 from evalcert.commands.fit import MAX_LAM
 from evalcert.errors import InputError
 
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              f"(default {DEFAULT_LAM:g}); needs --penalised")
     parser.add_argument("--solver", default="clarabel", help="backend (default clarabel)")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
-    parser.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(parser)
     parser.set_defaults(func=run)
 
 

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from pathlib import Path
 
-from evalcert.commands._args import (OUTPUT_FLAGS_HELP, PLOT_SUFFIXES, finite_float,
+from evalcert.commands._args import (PLOT_SUFFIXES, add_output_flags, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
                                      positive_float, positive_int, probability)
+from evalcert.commands._sources import RESULTS_FORMATS, add_source_options
 from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
@@ -67,14 +69,46 @@ def _flag(name: str) -> str:
 # -- reading and options ----------------------------------------------------------------------
 def _read(args: argparse.Namespace, path: str | None = None, kind: str | None = None):
     from evalcert.io.responses import read_responses
+    from evalcert.progress import heartbeat
 
-    table = read_responses(path or args.responses, format=args.format,
-                           kind=kind or KINDS.get(args.model, "binary"),
-                           header=not args.no_header, transpose=args.transpose,
-                           model_col=args.model_col, item_col=args.item_col,
-                           response_col=args.response_col)
+    path = path or args.responses
+    fmt = args.format
+    if fmt not in ("wide", "long"):
+        from evalcert.io.detect import detect_format, kind_of
+
+        tool = detect_format(path) if fmt == "auto" else fmt
+        if tool is not None and kind_of(tool) != "results":
+            raise InputError(f"{path} holds {tool} {kind_of(tool)}, not per-item responses; "
+                             "IRT reads results (lm-eval, helm, inspect, eee, py-irt)")
+        if tool is not None:
+            return _read_tool(args, path, tool, kind or KINDS.get(args.model, "binary"))
+        fmt = "wide"
+    with heartbeat(f"reading {path}"):                       # says so past 3 s
+        table = read_responses(path, format=fmt,
+                               kind=kind or KINDS.get(args.model, "binary"),
+                               header=not args.no_header, transpose=args.transpose,
+                               model_col=args.model_col, item_col=args.item_col,
+                               response_col=args.response_col,
+                               names=False if args.no_names else None)
     print(f"evalcert: {table.describe()}", file=sys.stderr)
     return table.table
+
+
+def _read_tool(args: argparse.Namespace, path: str, tool: str, kind: str):
+    """A tool's results (lm-eval, HELM, Inspect, EEE, py-irt) as a response table."""
+    from evalcert.commands._sources import source_options
+    from evalcert.io.detect import read_results
+    from evalcert.io.responses import responses_from_long
+
+    if args.format == "auto":
+        print(f"evalcert: {path}: read as {tool} (detected; pick --format to change)",
+              file=sys.stderr)
+    read = read_results(path, tool, **source_options(args))
+    print(f"evalcert: {read.summary()}".replace("\n", "\nevalcert: "), file=sys.stderr)
+    long = read.to_long()
+    table = responses_from_long(long, model_col="model", item_col="item", response_col="score",
+                                kind=kind, where=str(path)).table
+    return table
 
 
 @contextlib.contextmanager
@@ -149,6 +183,8 @@ def _estimator(args: argparse.Namespace):
 def _load_embeddings(path: str):
     import numpy as np
 
+    from evalcert.io.tables import check_file
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     try:
         return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -165,6 +201,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
     out_dir = getattr(args, "out_dir", None)
     if out_dir:
         folder = Path(out_dir)
+        if folder.is_symlink():
+            if not args.follow_symlinks:
+                raise InputError(f"--out-dir {folder} is a symbolic link; evalcert does not "
+                                 "write through links: give the folder itself, or pass "
+                                 "--follow-symlinks")
+            folder = Path(os.path.realpath(folder))
         if folder.exists() and not folder.is_dir():
             raise InputError(f"--out-dir {folder} is a file; give a folder")
         if not folder.parent.is_dir():
@@ -177,8 +219,12 @@ def _outputs(args: argparse.Namespace, inputs: list, names: tuple[str, ...] = ()
         for name in names:
             paths[f"--out-dir ({name})"] = str(folder / name)
             suffixes[f"--out-dir ({name})"] = (Path(name).suffix,)
-    check_outputs({k: v for k, v in paths.items() if v}, inputs=inputs, force=args.force,
-                  suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    members = {k for k in paths if k.startswith("--out-dir")}
+    check_outputs({k: v for k, v in paths.items() if v and k not in members}, inputs=inputs,
+                  force=args.force, suffixes={k: v for k, v in suffixes.items() if paths.get(k)})
+    if members:
+        check_outputs({k: paths[k] for k in members}, inputs=inputs, force=args.force,
+                      suffixes={k: suffixes[k] for k in members}, within=folder)
     return paths
 
 
@@ -326,9 +372,12 @@ def _anchors(args: argparse.Namespace) -> int:
 
 # -- parser -------------------------------------------------------------------------------------
 def _input_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=["wide", "long"], default="wide",
-                   help="wide: one row per model, first column = names (default); long: one "
-                        "row per model-item pair")
+    p.add_argument("--format", choices=("auto", "wide", "long") + RESULTS_FORMATS,
+                   default="auto",
+                   help="auto (default): a tool's files (lm-eval, helm, inspect, eee, "
+                        "py-irt) are detected, any other table is read as wide; wide: one "
+                        "row per model, first column = names; long: one row per model-item "
+                        "pair")
     p.add_argument("--model-col", default="model", help="long format: model column")
     p.add_argument("--item-col", default="item", help="long format: item column")
     p.add_argument("--response-col", default="correct", help="long format: response column")
@@ -336,6 +385,13 @@ def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-header", action="store_true",
                    help="wide CSV with neither a header row nor a name column (models and "
                         "items are numbered)")
+    p.add_argument("--no-names", action="store_true",
+                   help="wide file with a header row of item names but no model-name column "
+                        "(LSAT6/LSAT7 as usually distributed): every column is an item, "
+                        "models are named row1..rowN. Without it this layout is detected "
+                        "when the first column holds repeated 0/1 responses, and stderr "
+                        "says so")
+    add_source_options(p)
 
 
 def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
@@ -382,7 +438,7 @@ def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
                        help="write models.csv and items.csv (estimates with SEs) there")
     if plot:
         p.add_argument("--plot", default=None, metavar="FIG.png", help=plot)
-    p.add_argument("--force", action="store_true", help=OUTPUT_FLAGS_HELP)
+    add_output_flags(p)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -19,6 +19,7 @@ Example
 
 from __future__ import annotations
 
+import os
 import warnings
 from typing import NamedTuple
 
@@ -28,8 +29,8 @@ import pandas as pd
 from evalcert.data.cells import _MAX_LISTED, _list_cells, _list_names, _sort_cells
 from evalcert.errors import InputError
 
-__all__ = ["wide_cells", "long_cells", "looks_numeric", "LongBuilder", "Cells", "MISSING_TOKENS",
-           "BOOLEAN_TOKENS"]
+__all__ = ["wide_cells", "long_cells", "looks_numeric", "decode_name", "LongBuilder", "Cells",
+           "MISSING_TOKENS", "BOOLEAN_TOKENS"]
 
 class Cells(NamedTuple):
     """Observed cells in row-major order with their names (the frame layer's output).
@@ -126,9 +127,31 @@ def _parse_scores(column, name_of) -> np.ndarray:
     return values
 
 
+def decode_name(value: bytes, path: str | os.PathLike | None = None) -> str:
+    """A binary cell (Parquet ``binary``) as the UTF-8 text it holds, never ``"b'a'"``.
+
+    Examples
+    --------
+    >>> decode_name(b"gpt-4")
+    'gpt-4'
+    >>> decode_name(b"\\xff\\xfe")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: a binary cell (b'\\xff\\xfe') is not UTF-8 text; ...
+    """
+    try:
+        return bytes(value).decode("utf-8")
+    except UnicodeDecodeError:
+        where = f"{path}: " if path is not None else ""
+        raise InputError(f"{where}a binary cell ({bytes(value[:20])!r}) is not UTF-8 text; "
+                         "store names and labels as text (strings)") from None
+
+
 def _name_text(value) -> str:
     if value is None or (isinstance(value, float) and np.isnan(value)):
         return ""
+    if isinstance(value, (bytes, bytearray)):              # a binary Parquet column
+        return decode_name(value)
     return str(value).lower() if isinstance(value, (bool, np.bool_)) else str(value)
 
 

@@ -94,9 +94,16 @@ class ScoreMatrix:
             raise InputError(f"scores must be numeric: {exc}") from None
         if arr.ndim != 2:
             raise InputError(f"a score matrix must be 2-D (agents x items); got shape {arr.shape}")
-        rows, cols = np.nonzero(~np.isnan(arr))
-        self._setup(rows.astype(np.int64), cols.astype(np.int64), arr[rows, cols], agents, items,
-                    bounds, shape=arr.shape, n_missing=0, ordered=True)
+        if arr.size and not np.isnan(arr).any():    # complete: cells without a search
+            K, J = arr.shape
+            rows = np.broadcast_to(np.arange(K, dtype=np.int64)[:, None], (K, J)).ravel()
+            cols = np.broadcast_to(np.arange(J, dtype=np.int64), (K, J)).ravel()
+            scores = arr.reshape(-1)                 # arr is ours (copied or adopted)
+        else:
+            rows, cols = np.nonzero(~np.isnan(arr))
+            rows, cols, scores = rows.astype(np.int64), cols.astype(np.int64), arr[rows, cols]
+        self._setup(rows, cols, scores, agents, items, bounds, shape=arr.shape, n_missing=0,
+                    ordered=True)
         if not copy:                    # after validation: a rejected array stays the caller's
             arr.setflags(write=False)
             self.__dict__["values"] = arr

@@ -36,7 +36,7 @@ from scipy.special import expit, ndtr
 
 from evalcert.data import ScoreMatrix
 from evalcert.diagnostics.curl import link_transform
-from evalcert.errors import InputError
+from evalcert.errors import InputError, require_positive
 
 __all__ = ["additive_least_squares", "RaschLeastSquares", "IsotonicCalibrated",
            "NuclearNormCompletion", "MeanImputedSVD", "UVFactorization"]
@@ -192,6 +192,9 @@ class NuclearNormCompletion:
         self.tau, self.max_iter, self.tol = tau, max_iter, tol
 
     def fit(self, S: ScoreMatrix, sample_weight: np.ndarray | None = None) -> "NuclearNormCompletion":
+        require_positive("tau", self.tau, allow_zero=True)
+        require_positive("tol", self.tol)
+        require_positive("max_iter", self.max_iter, integer=True)
         obs = _cells("NuclearNormCompletion", S, sample_weight)
         Z = np.where(obs, S.values, 0.0)
         for self.n_iter_ in range(1, self.max_iter + 1):

@@ -11,6 +11,7 @@ from typing import Sequence
 import pandas as pd
 
 from evalcert.errors import InputError
+from evalcert.io.tables import check_file
 
 __all__ = ["read_agent_labels"]
 
@@ -33,6 +34,7 @@ def read_agent_labels(path: str | Path, agents: Sequence[str],
     >>> read_agent_labels(path, ["agent_0", "agent_1", "agent_2"])
     {'agent_0': True, 'agent_1': False}
     """
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     frame = pd.read_csv(path)
     missing = {"agent", "good_faith"} - set(frame.columns)
     if missing:

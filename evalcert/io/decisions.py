@@ -8,7 +8,9 @@ JSON list of records), so broken files are refused the same way everywhere. Form
 * ``wide`` -- ``item`` plus one column per grader; an empty cell is a skipped decision;
 * ``pairwise`` -- MT-Bench / Chatbot-Arena judgments ``question_id, model_a, model_b,
   winner, judge`` (optional ``turn``). The item is the comparison
-  ``question_id|model_a|model_b[|turn]`` (question ids repeat across pairs), the grader is
+  ``question_id|model_a|model_b[|turn]`` (question ids repeat across pairs; a ``|`` or
+  ``\\`` inside a part is written ``\\|`` or ``\\\\``, so distinct comparisons keep
+  distinct names), the grader is
   the judge, and ``winner`` maps to ``a``, ``b`` or ``tie`` (``model_a``, ``model_b``,
   ``tie``, ``tie (bothbad)``, ...). Any other winner is counted as unparseable and treated
   as a skipped decision, never guessed.
@@ -19,19 +21,21 @@ Label-count summaries are JSON objects ``{grader: {label: count}}`` (or
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evalcert.errors import InputError
 from evalcert.logic.summaries import (Decisions, LabelCounts, decisions_from_frame,
                                       label_counts)
-from evalcert.io.tables import read_table, table_format
+from evalcert.io.tables import check_file, load_json, read_table, table_format
 
 __all__ = ["FORMATS", "PAIRWISE_COLUMNS", "WINNERS", "parse_label_map", "read_decisions",
            "read_label_counts", "load_audit_input"]
 
-FORMATS = ("auto", "long", "wide", "pairwise")
+FORMATS = ("auto", "long", "wide", "pairwise", "fastchat-pair", "fastchat-single",
+           "alpaca-eval")
+#: the judge-log formats of the tools, read by evalcert.io (FastChat, AlpacaEval)
+TOOL_FORMATS = FORMATS[4:]
 PAIRWISE_COLUMNS = ("question_id", "model_a", "model_b", "winner", "judge")
 #: pairwise ``winner`` values (lower case, stripped) and the label each means
 WINNERS = {"model_a": "a", "a": "a", "model_b": "b", "b": "b", "tie": "tie",
@@ -71,10 +75,12 @@ def _strict_json(path: Path) -> Any:
                              "grader and label once (a JSON reader would keep only the last)")
         return dict(pairs)
 
+    check_file(Path(path))                     # not a FIFO or device: it could block forever
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"), object_pairs_hook=no_duplicates)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read label-count JSON {path}: {exc}") from None
+    return load_json(path, text, object_pairs_hook=no_duplicates)
 
 
 def read_label_counts(path: str | Path, labels: Sequence[str] | str | None = None) -> LabelCounts:
@@ -120,9 +126,13 @@ def _pairwise(path: Path, frame: Any, grader_col: str | None, label_col: str | N
     parts = [frame["question_id"], frame["model_a"], frame["model_b"]]
     if "turn" in frame.columns:
         parts.append(frame["turn"])
-    item = parts[0].str.strip()
-    for p in parts[1:]:
-        item = item + "|" + p.str.strip()
+    # the parts are joined with "|", each with "\\" and "|" escaped first, so two different
+    # comparisons never get one name ("q|1", "a", "b" vs "q", "1|a", "b")
+    escaped = [p.str.strip().str.replace("\\", "\\\\", regex=False)
+               .str.replace("|", "\\|", regex=False) for p in parts]
+    item = escaped[0]
+    for p in escaped[1:]:
+        item = item + "|" + p
     raw = frame[winner].str.strip()
     if label_map:
         raw = raw.map(lambda v: label_map.get(v, v))
@@ -135,11 +145,8 @@ def _pairwise(path: Path, frame: Any, grader_col: str | None, label_col: str | N
 
 def _same_fields(path: Path) -> None:
     """Refuse JSON records with different field sets (mixed formats in one file)."""
-    text = path.read_text(encoding="utf-8")
-    if table_format(path) == "jsonl":
-        records = [json.loads(line) for line in text.splitlines() if line.strip()]
-    else:
-        records = json.loads(text)
+    records = load_json(path, path.read_text(encoding="utf-8"),
+                        lines=table_format(path) == "jsonl")
     first = set(records[0])
     for k, rec in enumerate(records[1:], start=2):
         if set(rec) != first:
@@ -161,9 +168,11 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
     labels, on_missing, graders :
         As in :func:`evalcert.logic.decisions_from_frame`; ``graders`` selects graders in
         every format (wide: the grader columns).
-    format : {"auto", "long", "wide", "pairwise"}
-        ``auto``: pairwise if the columns include ``model_a, model_b, winner``; long if
-        they include the grader column; wide if they include the item column.
+    format : {"auto", "long", "wide", "pairwise", "fastchat-pair", "fastchat-single", "alpaca-eval"}
+        ``auto``: a FastChat or AlpacaEval judgment file (or folder) is detected by
+        :func:`evalcert.io.detect.detect_format`; else pairwise if the columns include
+        ``model_a, model_b, winner``; long if they include the grader column; wide if they
+        include the item column.
     item_col, grader_col, label_col : str, optional
         Column names when they are not ``item``/``grader``/``label`` (pairwise:
         ``grader_col`` defaults to ``judge`` and ``label_col`` to ``winner``).
@@ -183,6 +192,24 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
     path = Path(path)
     if format not in FORMATS:
         raise InputError(f"format={format!r}; use one of {FORMATS}")
+    if format in TOOL_FORMATS or (format == "auto" and (path.is_dir() or path.suffix.lower()
+                                                          in (".json", ".jsonl"))):
+        from evalcert.io.detect import detect_format, read_judgments
+
+        tool = format if format != "auto" else detect_format(path)
+        if tool in TOOL_FORMATS:
+            if item_col or grader_col or label_col:
+                raise InputError(f"--item-col/--grader-col/--label-col do not apply to {tool} "
+                                 "files: their columns are fixed")
+            frame, source = read_judgments(path, tool)
+            if labels is None and tool != "fastchat-single":
+                labels = PAIRWISE_LABELS
+            return decisions_from_frame(frame, labels=labels, on_missing=on_missing,
+                                        graders=graders, label_map=parse_label_map(label_map),
+                                        source=source)
+        if tool is not None and tool != "arena":   # Arena battles: the pairwise layout below
+            raise InputError(f"{path} holds {tool} data, not judge decisions; read it with "
+                             "evalcert convert or the verb for results")
     frame = read_table(path)
     if table_format(path) in ("jsonl", "json"):
         _same_fields(path)
@@ -210,8 +237,15 @@ def read_decisions(path: str | Path, labels: Sequence[str] | str | None = None,
         if blank:
             raise InputError(f"{path}: graders {blank} decided none of the {len(frame)} items "
                              "(empty columns); drop them (--graders) or fix the file")
-        long = frame.melt(id_vars=icol, value_vars=cols, var_name="grader", value_name="label")
-        long = long.rename(columns={icol: "item"})
+        if {"grader", "label"} <= set(cols):
+            raise InputError(f"{path}: --format wide, but the columns {list(frame.columns)[:8]} "
+                             "look like a long table (one row per decision: item, grader, "
+                             "label); use --format long (or auto)")
+        # melt into names no column can have, then rename: a grader column named
+        # "label" or "grader" must not collide with them
+        long = frame[[icol, *cols]].melt(id_vars=icol, value_vars=cols,
+                                         var_name="\0grader", value_name="\0label")
+        long = long.rename(columns={icol: "item", "\0grader": "grader", "\0label": "label"})
         long = long[long["label"].str.strip() != ""]  # an empty cell is a skipped decision
     else:
         names = {item_col or "item": "item", grader_col or "grader": "grader",

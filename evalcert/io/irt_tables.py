@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from evalcert.errors import InputError
+from evalcert.io.outputs import writing
 from evalcert.results import format_table
 from evalcert.irt.information import ItemParameters, ability_prior
 
@@ -120,8 +121,9 @@ def write_estimate_tables(estimator: Any, Y: Any, folder: str | os.PathLike
     """
     models, items = estimate_tables(estimator, Y)
     paths = (os.path.join(folder, "models.csv"), os.path.join(folder, "items.csv"))
-    models.to_csv(paths[0], index=False)
-    items.to_csv(paths[1], index=False)
+    for frame, path in zip((models, items), paths):   # never through a link (io.outputs)
+        with writing(path) as tmp:
+            frame.to_csv(tmp, index=False)
     return models, items, paths
 
 

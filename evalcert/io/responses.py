@@ -11,6 +11,11 @@ with one line. Then:
   numbers ``0..m-1`` or ``1..m`` are accepted), unless
   ``header=False`` says so, in which case models and items are named
   ``model0..`` and ``item0..`` and no name column is expected;
+* a header row over items only, with no model-name column (LSAT6/LSAT7 as usually
+  distributed: every column 0/1), is detected: when the first column's values are all
+  responses and repeat (names never repeat), every column is an item, the models are
+  named ``row1..rowN`` and :meth:`ResponseTable.describe` says so; ``names=False``
+  (``--no-names``) says it outright, ``names=True`` insists on a name column;
 * duplicate or empty model names, duplicate (model, item) pairs in a long
   table and duplicate item names are refused with examples;
 * every cell must be a number of the response kind (``binary``: 0/1;
@@ -65,6 +70,7 @@ class ResponseTable:
     table: pd.DataFrame
     n_missing: int
     source: str = ""
+    notes: tuple[str, ...] = ()
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -75,7 +81,8 @@ class ResponseTable:
         n, m = self.shape
         share = self.n_missing / max(n * m, 1)
         return (f"read {n} models x {m} items{f' from {self.source}' if self.source else ''}; "
-                f"{self.n_missing} missing cells ({share:.1%})")
+                f"{self.n_missing} missing cells ({share:.1%})"
+                + "".join(f"; {note}" for note in self.notes))
 
 
 def _examples(values: Any, limit: int = 5) -> str:
@@ -143,14 +150,31 @@ def _unique_names(names: list[str], what: str, where: str) -> None:
                          "row, or should it be read with --format long?)")
 
 
+def _no_name_column(frame: pd.DataFrame, kind: str) -> bool:
+    """True when the first column looks like one more item: a named column whose values
+    are all responses of ``kind`` and repeat (model names never repeat)."""
+    if frame.shape[1] < 1 or str(frame.columns[0]).strip() == "" or len(frame) < 2:
+        return False
+    first = frame.iloc[:, 0].astype(str).str.strip()
+    if first.duplicated().sum() == 0:
+        return False
+    try:
+        _parse_cells(first.to_numpy(dtype=object), kind, "")
+    except InputError:
+        return False
+    return bool((first != "").all())
+
+
 def responses_from_wide(frame: pd.DataFrame | np.ndarray, *, kind: str = "binary",
                         header: bool = True, transpose: bool = False,
-                        where: str = "responses") -> ResponseTable:
+                        where: str = "responses", names: bool | None = None) -> ResponseTable:
     """A wide string table (as :func:`~evalcert.io.tables.read_table` returns) -> responses.
 
     With ``header=True`` the first column holds model names (items if
     ``transpose``) and the other column names are the items; with
     ``header=False`` the frame (or a 2-D array of strings) is all data.
+    ``names=False``: a header row but no name column (every column is an item,
+    models ``row1..rowN``); ``None`` detects that layout (see the module notes).
 
     Examples
     --------
@@ -160,8 +184,25 @@ def responses_from_wide(frame: pd.DataFrame | np.ndarray, *, kind: str = "binary
     (['q1', 'q2'], 1)
     >>> responses_from_wide(np.array([["1", "0"], ["0", "1"]]), header=False).table.index.tolist()
     ['model0', 'model1']
+    >>> lsat = pd.DataFrame({"Item 1": ["1", "0", "1"], "Item 2": ["0", "0", "1"]})
+    >>> res = responses_from_wide(lsat)  # no name column: detected, and said
+    >>> res.table.index.tolist(), res.notes[0][:40]
+    (['row1', 'row2', 'row3'], 'no model-name column (the first column, ')
     """
-    if header:
+    notes: tuple[str, ...] = ()
+    if header and names is None and _no_name_column(frame, kind):
+        names = False
+        notes = (f"no model-name column (the first column, {str(frame.columns[0])!r}, holds "
+                 "repeated responses, so it is an item): every column is an item and the "
+                 "models are named row1..rowN (--no-names says so; a name column must come "
+                 "first)",)
+    if header and names is False:
+        cols = [str(c) for c in frame.columns]
+        body = frame.to_numpy(dtype=object)
+        rows = [f"row{k + 1}" for k in range(body.shape[0])]
+        if not notes:
+            notes = ("no model-name column: the models are named row1..rowN",)
+    elif header:
         cols = [str(c) for c in frame.columns]
         if len(cols) < 2:
             raise InputError(f"{where}: only {len(cols)} column; a wide table needs a name "
@@ -191,7 +232,7 @@ def responses_from_wide(frame: pd.DataFrame | np.ndarray, *, kind: str = "binary
     _unique_names(cols, "items", where)
     table = pd.DataFrame(values, index=pd.Index(rows, dtype=object),
                          columns=pd.Index(cols, dtype=object))
-    return ResponseTable(table, int(np.isnan(values).sum()), where)
+    return ResponseTable(table, int(np.isnan(values).sum()), where, notes)
 
 
 def responses_from_long(frame: pd.DataFrame, *, model_col: str = "model", item_col: str = "item",
@@ -233,6 +274,12 @@ def responses_from_long(frame: pd.DataFrame, *, model_col: str = "model", item_c
     row_names, col_names = row_names[np.argsort(r)], col_names[np.argsort(c)]
     row_at = {n: k for k, n in enumerate(row_names)}
     col_at = {n: k for k, n in enumerate(col_names)}
+    from evalcert.memory import estimate_bytes, require_memory
+    require_memory(estimate_bytes((row_names.size, col_names.size)),
+                   f"{where}: a dense {row_names.size} x {col_names.size} response table "
+                   f"from {len(frame)} rows",
+                   "the IRT estimators work on dense models x items arrays: fit a subset of "
+                   "models or items")
     wide = np.full((row_names.size, col_names.size), np.nan)
     wide[[row_at[m] for m in models], [col_at[i] for i in items]] = values
     table = pd.DataFrame(wide, index=pd.Index(row_names.tolist(), dtype=object),
@@ -242,8 +289,12 @@ def responses_from_long(frame: pd.DataFrame, *, model_col: str = "model", item_c
 
 def read_responses(path: str | os.PathLike, *, format: str = "wide", kind: str = "binary",
                    header: bool = True, transpose: bool = False, model_col: str = "model",
-                   item_col: str = "item", response_col: str = "correct") -> ResponseTable:
+                   item_col: str = "item", response_col: str = "correct",
+                   names: bool | None = None) -> ResponseTable:
     """Read a response file (CSV/TSV/Parquet/JSONL/JSON; wide or long) with every check above.
+
+    ``names`` (wide files with a header row): ``False`` for a file without a
+    model-name column, ``True`` to insist on one, ``None`` to detect it.
 
     Examples
     --------
@@ -276,4 +327,4 @@ def read_responses(path: str | os.PathLike, *, format: str = "wide", kind: str =
         return responses_from_long(frame, model_col=model_col, item_col=item_col,
                                    response_col=response_col, kind=kind, where=where)
     return responses_from_wide(frame, kind=kind, header=header, transpose=transpose,
-                               where=where)
+                               where=where, names=names)

@@ -24,6 +24,8 @@ import csv
 import io
 import json
 import os
+import stat
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Iterable
@@ -31,10 +33,11 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from evalcert.data.frames import looks_numeric
+from evalcert.data.frames import decode_name, looks_numeric
 from evalcert.errors import InputError
 
-__all__ = ["read_table", "table_format", "looks_numeric", "check_file", "TABLE_SUFFIXES"]
+__all__ = ["read_table", "table_format", "looks_numeric", "check_file", "load_json",
+           "TABLE_SUFFIXES"]
 
 #: file endings read by :func:`read_table`, by format
 TABLE_SUFFIXES = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet",
@@ -61,8 +64,25 @@ def table_format(path: str | os.PathLike) -> str:
 
 
 
+_SPECIAL = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(path: Path, mode: int) -> InputError:
+    if stat.S_ISDIR(mode):
+        return InputError(f"{path} is a directory; give the path of a data file")
+    kind = next((name for test, name in _SPECIAL if test(mode)), "not a regular file")
+    return InputError(f"{path} is {kind}, not a regular file; evalcert reads regular files "
+                      "only (reading it could block forever): save the data to a file first")
+
+
 def check_file(path: Path) -> bytes:
-    """Refuse a missing, directory, unreadable or empty path; return its first 8 bytes.
+    """Refuse a missing, directory, special (FIFO, device, socket), unreadable or empty
+    path; return its first 8 bytes.
+
+    The path is checked before it is opened, and opened without blocking (a named
+    pipe with no writer would block ``open`` forever) then checked again on the
+    open file, so nothing swapped in between is read.
 
     Examples
     --------
@@ -71,15 +91,27 @@ def check_file(path: Path) -> bytes:
     ...
     evalcert.errors.InputError: no/such/file.csv: no such file; check the path
     """
-    if not path.exists():
-        raise InputError(f"{path}: no such file; check the path")
-    if path.is_dir():
-        raise InputError(f"{path} is a directory; give the path of a data file")
+    path = Path(path)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(8)
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file; check the path") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read ({exc.strerror}); check the path") from None
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         raise InputError(f"{path}: cannot be read ({exc.strerror}); check its permissions") from None
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fh.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(path, mode)
+        try:
+            head = fh.read(8)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read ({exc.strerror})") from None
     if not head:
         raise InputError(f"{path} is empty; give a file with a header row and data")
     return head
@@ -121,7 +153,17 @@ def _require_parquet_memory(path: Path) -> None:
 
 
 def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFrame:
-    rows = list(csv.reader(io.StringIO(text), delimiter=sep))
+    # csv's default cell limit (131,072 characters) raised _csv.Error on long cells (a
+    # prompt, a transcript); no cell can be longer than the text. The limit is global
+    # state, so it is restored afterwards.
+    limit = csv.field_size_limit(min(max(len(text) + 1, 131_072), 2**31 - 1))
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=sep))
+    except csv.Error as exc:
+        raise InputError(f"{path}: not a valid {'TSV' if sep == chr(9) else 'CSV'} file "
+                         f"({exc}); check the quoting") from None
+    finally:
+        csv.field_size_limit(limit)
     while rows and not any(cell.strip() for cell in rows[-1]):
         rows.pop()
     if not rows:
@@ -146,6 +188,45 @@ def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFra
     cells = np.empty((len(body), width), dtype=object)
     cells[:] = body
     return pd.DataFrame(cells, columns=header, copy=False)
+
+
+def load_json(path: str | os.PathLike, text: str, *, lines: bool = False,
+              object_pairs_hook=None) -> object:
+    """Parse JSON (``lines``: JSON Lines, a list of the lines' values) as data, with one
+    clear error for every way it can fail.
+
+    Python's reader raises a ``RecursionError`` on values nested a few thousand deep
+    and a ``ValueError`` on integers of more than 4,300 digits; both are refused here
+    with the file's name, as is invalid JSON.
+
+    Examples
+    --------
+    >>> load_json("x.json", '{"a": [1, 2]}')
+    {'a': [1, 2]}
+    >>> load_json("deep.json", "[" * 100_000 + "]" * 100_000)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    evalcert.errors.InputError: deep.json: values nested deeper than ... levels); ...
+    """
+    def number(digits: str) -> int:
+        if len(digits.lstrip("-")) > 4300:
+            raise InputError(f"{path}: an integer of {len(digits.lstrip('-')):,} digits "
+                             f"({digits[:20]}...); no score, count or name is that long: "
+                             "check the file")
+        return int(digits)
+
+    try:
+        if lines:
+            return [json.loads(line, object_pairs_hook=object_pairs_hook, parse_int=number)
+                    for line in text.splitlines() if line.strip()]
+        return json.loads(text, object_pairs_hook=object_pairs_hook, parse_int=number)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON{' Lines' if lines else ''} "
+                         f"(line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise InputError(f"{path}: values nested deeper than Python's JSON reader allows "
+                         f"(~{sys.getrecursionlimit()} levels); a table or label counts are "
+                         "never nested that deep: check the file") from None
 
 
 def _records(path: Path, records: list) -> pd.DataFrame:
@@ -177,15 +258,7 @@ def _read_json(path: Path, text: str, lines: bool) -> pd.DataFrame:
             raise InputError(f"{path}: duplicate keys {dup[:5]} in one object; each key once")
         return dict(pairs)
 
-    try:
-        if lines:
-            records = [json.loads(line, object_pairs_hook=strict)
-                       for line in text.splitlines() if line.strip()]
-        else:
-            records = json.loads(text, object_pairs_hook=strict)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON{' Lines' if lines else ''} "
-                         f"(line {exc.lineno}: {exc.msg})") from None
+    records = load_json(path, text, lines=lines, object_pairs_hook=strict)
     if not isinstance(records, list):
         raise InputError(f"{path}: expected a list of records; use the reader made for this "
                          "JSON layout")
@@ -255,7 +328,8 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
         if dup:
             raise InputError(f"{path}: duplicate column names {dup[:5]}")
         frame = frame.astype(object).where(frame.notna(), "")
-        frame = frame.map(lambda v: str(v).lower() if isinstance(v, bool) else str(v))
+        frame = frame.map(lambda v: str(v).lower() if isinstance(v, bool) else
+                          decode_name(v, path) if isinstance(v, (bytes, bytearray)) else str(v))
     else:
         if kind is not None:
             raise InputError(f"{path}: this is {kind}-compressed or binary data, not {fmt} "

@@ -14,6 +14,7 @@ import numpy as np
 
 from evalcert.diagnostics.tvdmi import TVDMIExamples
 from evalcert.errors import InputError
+from evalcert.io.tables import check_file, load_json
 
 __all__ = ["read_tvdmi_examples"]
 
@@ -43,7 +44,8 @@ def read_tvdmi_examples(folder: str | Path) -> TVDMIExamples:
     items, mats = [], []
     n_calls = n_failed = 0
     for path in files:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        check_file(path)                       # not a FIFO or device: it could block forever
+        data = load_json(path, path.read_text(encoding="utf-8"))
         keys = tuple(data["condition_keys"])
         if agents is None:
             agents = keys

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from evalcert.errors import ConvergenceError, InputError
+from evalcert.errors import ConvergenceError, InputError, require_positive
 from evalcert.progress import progress_bar
 from evalcert.results import ResultMixin, format_table
 from evalcert.irt.data import ResponseData, extreme_lines, validate_responses
@@ -396,8 +396,15 @@ class IRTEstimator:
         if self.method not in self.methods:
             raise InputError(f"{type(self).__name__} supports method in {self.methods}, "
                              f"got {self.method!r}")
-        if not self.lam >= 0:
-            raise InputError(f"lam must be >= 0, got {self.lam!r}")
+        require_positive("lam", self.lam, allow_zero=True)
+        require_positive("tol", self.tol, allow_zero=True)   # 0: to the rounding limit
+        require_positive("max_iter", self.max_iter, integer=True)
+        odd = [name for name, value in vars(self).items()   # every other numeric setting
+               if not name.endswith("_") and not name.startswith("_")
+               and isinstance(value, (float, np.floating)) and not np.isfinite(value)]
+        if odd:
+            raise InputError(f"{type(self).__name__}: {odd[0]} = {getattr(self, odd[0])!r} "
+                             "is not a finite number; give a finite value")
         if not isinstance(self.standard_errors, (bool, np.bool_)):
             raise InputError(f"standard_errors must be True or False, got "
                              f"{self.standard_errors!r}")
@@ -633,10 +640,12 @@ class IRTEstimator:
                           free=(free,), lam=self._stage2_lam())
         out.update(identification=f"{self.result_.identification} (frozen "
                                   f"{'items' if free == 'rows' else 'models'})")
+        # frozen lines the fit excluded (all-0/all-1 items under jml, cml, mml) keep their
+        # NaN parameters and ML limits; only the new lines must come out finite
         if free == "rows":
-            out.update(C=self.col_params_, se_C=self._se_C)
+            out.update(C=self.col_params_, se_C=self._se_C, keep_cols=usable)
         else:
-            out.update(R=self.row_params_, se_R=self._se_R)
+            out.update(R=self.row_params_, se_R=self._se_R, keep_rows=usable)
         new = copy.copy(self)
         new._finish(data, out, time.perf_counter() - start,
                     frozen="cols" if free == "rows" else "rows")

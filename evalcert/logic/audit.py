@@ -20,6 +20,7 @@ from evalcert.logic.alarms import alarm, minmax_curve
 from evalcert.logic.bounds import METHOD_NAMES, LabelBounds, check_bounds_size, label_bounds
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.summaries import Decisions, LabelCounts
+from evalcert.progress import heartbeat
 from evalcert.results import ResultMixin, to_jsonable
 
 __all__ = ["AuditSpec", "AuditReport", "run_audit", "panel_statement", "grader_label_bounds"]
@@ -42,9 +43,14 @@ def panel_statement(result: AlarmResult) -> str:
     """
     which = {1: "label counts (M=1)", 2: "pair counts (M=2)",
              "full": "full joint decisions"}.get(result.m, str(result.m))
-    return (f"Given their {which}, the answer key established by these {len(result.graders)} "
+    head = (f"Given their {which}, the answer key established by these {len(result.graders)} "
             f"graders is logically consistent with each being at least {result.T} "
-            f"({float(result.T):.1%}) correct on every label, and with nothing higher.")
+            f"({float(result.T):.1%}) correct on every label")
+    if result.T_upper is not None:  # stopped at a time limit: only the proven bounds
+        return (head + f", and with nothing higher than {result.T_upper} "
+                f"({float(result.T_upper):.1%}); the time limit left the levels between "
+                "undecided.")
+    return head + ", and with nothing higher."
 
 
 def grader_label_bounds(data: LabelCounts | Decisions, result: AlarmResult,
@@ -174,7 +180,9 @@ class AuditReport(ResultMixin):
         return out
 
     def write_json(self, path: str | Path, full_curve: bool = False) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(full_curve), indent=2))
+        from evalcert.io.outputs import writing
+        with writing(path) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(full_curve), indent=2))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -313,8 +321,9 @@ def _run(spec: AuditSpec) -> AuditReport:
     kwargs: dict[str, Any] = {"format": spec.fmt, "item_col": spec.item_col,
                               "grader_col": spec.grader_col, "label_col": spec.label_col,
                               "label_map": spec.label_map}
-    data = load_audit_input(spec.path, labels=spec.labels, on_missing=spec.on_missing,
-                            graders=spec.graders, **kwargs)
+    with heartbeat(f"reading {spec.path}", enabled=spec.progress):   # says so past 3 s
+        data = load_audit_input(spec.path, labels=spec.labels, on_missing=spec.on_missing,
+                                graders=spec.graders, **kwargs)
     if isinstance(data, Decisions):
         read = to_jsonable(data.report) if data.report is not None else {}
         notes = tuple(data.report.notes()) if data.report is not None else ()
@@ -444,7 +453,8 @@ def _run(spec: AuditSpec) -> AuditReport:
         extras["bounds"] = lab = grader_label_bounds(data, result, max_keys, solver=solver,
                                                      verbose=verbose)
         if csv is not None:
-            with open(csv, "w", newline="") as fh:
+            from evalcert.io.outputs import writing
+            with writing(csv) as tmp, open(tmp, "w", newline="") as fh:
                 writer = _csv.DictWriter(fh, fieldnames=list(CSV_COLUMNS))
                 writer.writeheader()
                 writer.writerows(lab.rows())
@@ -456,10 +466,19 @@ def _run(spec: AuditSpec) -> AuditReport:
     if estimators or with_agreement or n_boot:
         from evalcert.logic import estimates as est
 
-        extras["estimates"] = tuple(est.estimate(data, result.T, e, solver=solver)
-                                    for e in estimators)
-        extras["agreement"] = est.agreement(data) if with_agreement else None
-        extras["bootstrap"] = est.bootstrap_t(data, n_boot, spec.seed) if n_boot else None
+        size = (f"{int((data.array >= 0).sum()):,} decisions ({len(data.items):,} items, "
+                f"{len(data.graders)} graders)")
+        estimates = []
+        for e in estimators:             # crowd-kit's fits have no loop to draw: say so
+            with heartbeat(f"{est.ESTIMATOR_NAMES.get(e, e)} on {size}",
+                           enabled=spec.progress):
+                estimates.append(est.estimate(data, result.T, e, solver=solver))
+        extras["estimates"] = tuple(estimates)
+        with heartbeat(f"agreement statistics on {size}", enabled=spec.progress):
+            extras["agreement"] = est.agreement(data) if with_agreement else None
+        with heartbeat(f"item bootstrap ({n_boot} resamples) on {size}",
+                       enabled=spec.progress):
+            extras["bootstrap"] = est.bootstrap_t(data, n_boot, spec.seed) if n_boot else None
     if want_judges:
         from evalcert.logic.judges import judge_table
 
@@ -467,7 +486,8 @@ def _run(spec: AuditSpec) -> AuditReport:
                                                seed=spec.seed, swap=swap)
         if spec.judges_csv is not None:
             rows = table.csv_rows()
-            with open(spec.judges_csv, "w", newline="") as fh:
+            from evalcert.io.outputs import writing
+            with writing(spec.judges_csv) as tmp, open(tmp, "w", newline="") as fh:
                 writer = _csv.DictWriter(fh, fieldnames=list(rows[0]))
                 writer.writeheader()
                 writer.writerows(rows)

@@ -29,6 +29,8 @@ __all__ = ["Estimate", "Agreement", "estimate", "accuracies_consistent", "agreem
            "bootstrap_t"]
 
 ESTIMATORS = ("ds", "mv")
+#: what each estimator runs, for progress messages
+ESTIMATOR_NAMES = {"ds": "Dawid-Skene EM (crowd-kit)", "mv": "majority vote (crowd-kit)"}
 
 
 def _import(module: str, package: str) -> Any:
@@ -161,8 +163,9 @@ def estimate(decisions: Decisions, T: Fraction, method: str = "ds", *, n_iter: i
         else:
             model, name = None, "majority vote (crowd-kit)"
             labels = agg.MajorityVote().fit_predict(frame)
-    index = {lab: t for t, lab in enumerate(decisions.labels)}
-    truth = np.array([index[labels[item]] for item in decisions.items], dtype=np.int64)
+    # one vectorised lookup (a Python loop over labels[item] took 30 s at 333,334 items)
+    truth = pd.Index(decisions.labels).get_indexer(
+        labels.reindex(pd.Index(decisions.items, dtype=object)).to_numpy(dtype=object))
     arr, r = decisions.array, len(decisions.labels)
     correct, decided, ratios = {}, {}, []
     for i, g in enumerate(decisions.graders):
@@ -230,9 +233,17 @@ def agreement(decisions: Decisions) -> Agreement:
     >>> {pair: round(k, 4) for pair, k in stats.cohen_kappa.items()}
     {'authors~gpt4': 0.3125}
     """
+    arr, r = decisions.array, len(decisions.labels)
+    if len(decisions.graders) < 2:
+        raise InputError(f"agreement needs two graders or more; the file has "
+                         f"{len(decisions.graders)} ({', '.join(decisions.graders)}): drop "
+                         "--agreement or add graders")
+    shared = ((arr >= 0).sum(1) >= 2).any()
+    if not shared:
+        raise InputError("agreement needs an item decided by two graders or more; no two "
+                         "graders decided the same item: drop --agreement")
     ir = _import("statsmodels.stats.inter_rater", "statsmodels")
     kr = _import("krippendorff", "krippendorff")
-    arr, r = decisions.array, len(decisions.labels)
     fleiss = None
     if decisions.complete:
         table, _ = ir.aggregate_raters(arr, n_cat=r)

@@ -180,6 +180,10 @@ def check_integer_solution(prob: pulp.LpProblem, what: str) -> dict[str, int]:
     values: dict[str, int] = {}
     for var in prob.variables():
         raw = var.varValue
+        if raw is None and var.lowBound is not None and var.lowBound == var.upBound:
+            # a fixed variable (PuLP's ``__dummy``, added for an empty objective or
+            # constraint, is fixed at 0) has no column in CBC's solution: it is its bound
+            raw = var.lowBound
         if raw is None or abs(raw - round(raw)) > 1e-6:
             raise CertificateError(f"{what}: variable {var.name} = {raw} is not an integer")
         val = int(round(raw))

@@ -288,6 +288,12 @@ def _finish_counts(lab: tuple[str, ...], graders: tuple[str, ...],
     return LabelCounts(lab, graders, counts)
 
 
+def _in_order(column: pd.Series) -> list[str]:
+    """Distinct values in order of first appearance (in C: iterating pandas' Arrow-backed
+    strings one by one took 20 s on 10^6 rows)."""
+    return pd.unique(column.to_numpy(dtype=object)).tolist()
+
+
 def _strip(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """Strip surrounding whitespace of every cell; return the frame and the cells changed."""
     out = df.apply(lambda s: s.str.strip())
@@ -370,7 +376,7 @@ def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None
         mapped = int(hit.sum())
         df.loc[hit, "label"] = df.loc[hit, "label"].map(dict(label_map))
     if graders is not None:
-        known = list(dict.fromkeys(df["grader"]))
+        known = _in_order(df["grader"])
         unknown = [g for g in graders if g not in known]
         if unknown:
             raise InputError(f"unknown graders {unknown}; the file has {known[:20]}")
@@ -381,7 +387,7 @@ def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None
         raise InputError(f"(item, grader) pairs decided more than once: {pairs}; keep one "
                          "decision per grader and item")
     declared = _declared_labels(labels)
-    found = list(dict.fromkeys(df["label"]))
+    found = _in_order(df["label"])
     if declared is not None:
         bad = sorted(set(found) - set(declared))
         if bad:
@@ -395,8 +401,8 @@ def decisions_from_frame(frame: pd.DataFrame, labels: Sequence[str] | str | None
     lab = declared if declared is not None else tuple(found)
     _check_label_set(lab)
     index = {name: k for k, name in enumerate(lab)}
-    item_names = list(dict.fromkeys(df["item"]))
-    grader_names = list(dict.fromkeys(df["grader"]))
+    item_names = _in_order(df["item"])
+    grader_names = _in_order(df["grader"])
     rows_ix = pd.Index(item_names).get_indexer(df["item"])
     cols_ix = pd.Index(grader_names).get_indexer(df["grader"])
     arr = np.full((len(item_names), len(grader_names)), -1, dtype=np.int64)

@@ -69,6 +69,16 @@ def merge_swapped(decisions: Decisions) -> SwapMerge:
     Items must be named ``question_id|model_a|model_b[|turn]`` (the pairwise reader's
     names) and the labels must include ``a`` and ``b`` (other labels, e.g. ``tie``, mean the
     same in both orders).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from evalcert.logic.summaries import decisions_from_frame
+    >>> log = pd.DataFrame({"item": ["7|x|y", "7|y|x"], "grader": "judge",
+    ...                     "label": ["a", "b"]})  # x wins in both orders
+    >>> merged = merge_swapped(decisions_from_frame(log, labels="a,b,tie"))
+    >>> merged.decisions.codes, merged.swap_consistency
+    (((0, 0),), {'judge': 1.0})
     """
     parts = [item.split("|") for item in decisions.items]
     if not all(len(p) in (3, 4) for p in parts):

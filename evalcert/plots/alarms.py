@@ -18,6 +18,7 @@ from evalcert.errors import InputError
 from evalcert.logic.result import AlarmResult, MinMaxCurve
 from evalcert.logic.evaluations import correctness_squares
 from evalcert.logic.summaries import LabelCounts
+from evalcert.io.outputs import writing
 
 __all__ = ["plot_minmax_curve", "plot_label_curves", "plot_correctness_squares"]
 
@@ -88,7 +89,8 @@ def plot_minmax_curve(result: AlarmResult | MinMaxCurve, path: str | Path | None
     ax.set_ylim(0, 1.02)
     ax.legend(loc="upper left", fontsize=8)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        with writing(path) as tmp:
+            fig.savefig(tmp, dpi=120)
     return fig
 
 
@@ -116,7 +118,8 @@ def plot_label_curves(result: AlarmResult | MinMaxCurve,
     ax.set_ylim(0, 1.02)
     ax.legend(loc="lower left", fontsize=8)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        with writing(path) as tmp:
+            fig.savefig(tmp, dpi=120)
     return fig
 
 
@@ -158,5 +161,6 @@ def plot_correctness_squares(counts: LabelCounts, key: Sequence[int], graders: S
     fig.suptitle(f"M=1 evaluations at key {tuple(key)}; green: both > {threshold:g}",
                  fontsize=9)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        with writing(path) as tmp:
+            fig.savefig(tmp, dpi=120)
     return fig

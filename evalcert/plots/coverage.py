@@ -17,6 +17,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from evalcert.diagnostics.experiments import CoverageSweepResult  # noqa: E402
+from evalcert.io.outputs import writing  # noqa: E402
 
 __all__ = ["plot_coverage_sweep", "min_max_bars"]
 
@@ -71,5 +72,6 @@ def plot_coverage_sweep(sweep: CoverageSweepResult, path: str | Path | None = No
     ax.legend(fontsize="small")
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path)
+        with writing(path) as tmp:
+            fig.savefig(tmp)
     return fig

@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from evalcert.diagnostics.curl import CurlResult  # noqa: E402
+from evalcert.io.outputs import writing  # noqa: E402
 
 __all__ = ["plot_curl_ecdf"]
 
@@ -60,5 +61,6 @@ def plot_curl_ecdf(results: Mapping[str, CurlResult], path: str | Path | None = 
         ax.legend(fontsize="small")
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path)
+        with writing(path) as tmp:
+            fig.savefig(tmp)
     return fig

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from evalcert.io.outputs import writing
+
 __all__ = ["plot_item_curves", "plot_item_fit", "plot_anchor_estimates"]
 
 
@@ -34,7 +36,8 @@ def _pyplot():
 
 def _save(fig: Any, path: str | Path | None) -> Any:
     if path is not None:
-        fig.savefig(path, bbox_inches="tight", dpi=120)
+        with writing(path) as tmp:
+            fig.savefig(tmp, bbox_inches="tight", dpi=120)
         _pyplot().close(fig)
     return fig
 

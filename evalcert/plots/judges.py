@@ -9,6 +9,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from evalcert.io.outputs import writing
+
 __all__ = ["plot_judges"]
 
 
@@ -45,5 +47,6 @@ def plot_judges(table: Any, path: str | Path | None = None) -> Figure:
     if table.T is not None or any(r.min_accuracy is not None for r in rows):
         ax.legend(loc="lower left", fontsize=8)
     if path is not None:
-        fig.savefig(path)
+        with writing(path) as tmp:
+            fig.savefig(tmp)
     return fig

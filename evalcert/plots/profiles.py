@@ -13,6 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from evalcert.benchmarking.metrics import PerformanceProfile
+from evalcert.io.outputs import writing
 
 __all__ = ["plot_performance_profile", "plot_scaling"]
 
@@ -55,7 +56,8 @@ def plot_performance_profile(profile: PerformanceProfile,
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="lower right", fontsize=8)
     if path is not None:
-        fig.savefig(path, dpi=110)
+        with writing(path) as tmp:
+            fig.savefig(tmp, dpi=110)
     return fig
 
 
@@ -88,5 +90,6 @@ def plot_scaling(panels: dict[str, tuple[list[int], dict[str, list[float]]]],
         ax.grid(True, which="both", alpha=0.3)
     axes[0].legend(loc="upper left", fontsize=7)
     if path is not None:
-        fig.savefig(path, dpi=110)
+        with writing(path) as tmp:
+            fig.savefig(tmp, dpi=110)
     return fig

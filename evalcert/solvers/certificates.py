@@ -66,7 +66,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from evalcert.errors import CertificateError
+from evalcert.errors import CertificateError, require_positive
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["QP", "Tolerance", "Certificate", "qp_certificate", "DEFAULT_TOLERANCE"]
@@ -142,6 +142,10 @@ class Tolerance(ResultMixin):
 
     abs_tol: float = 1e-6
     rel_tol: float = 1e-6
+
+    def __post_init__(self) -> None:
+        require_positive("abs_tol", self.abs_tol, allow_zero=True)
+        require_positive("rel_tol", self.rel_tol, allow_zero=True)  # 0 and 0: exact (ILP)
 
     def accepts(self, error: float, scale: float) -> bool:
         return bool(error <= self.abs_tol + self.rel_tol * max(1.0, scale))

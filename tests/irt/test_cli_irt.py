@@ -289,3 +289,36 @@ def test_real_chembench_slice_with_progress(tmp_path, capsys):
     assert "GPT-4o" in text
     if "verbose" in inspect.signature(Rasch.__init__).parameters:    # once the core adds it
         assert _run(["irt", "fit", small, "--method", "mml", "--progress"], capsys)[0] == 0
+
+
+def test_items_only_header_lsat_layout_is_detected_and_said(tmp_path, capsys):
+    # issue 21: LSAT6/LSAT7 as usually distributed (a header of items, no model-name
+    # column) were refused with a message blaming a missing header row
+    from evalcert.cli import main
+
+    rng = np.random.default_rng(6)
+    theta, b = rng.normal(0, 1, 300), np.array([-1.5, -0.5, 0.0, 0.4, 1.2])
+    Y = (rng.random((300, 5)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(int)
+    items = [f"Item {j + 1}" for j in range(5)]
+    bare = tmp_path / "lsat.csv"
+    bare.write_text(",".join(items) + "\n" + "".join(",".join(map(str, r)) + "\n" for r in Y))
+    named = tmp_path / "named.csv"
+    named.write_text("model," + ",".join(items) + "\n"
+                     + "".join(f"row{i + 1}," + ",".join(map(str, r)) + "\n"
+                               for i, r in enumerate(Y)))
+    outs = {}
+    for path, extra in ((bare, []), (bare, ["--no-names"]), (named, [])):
+        out = tmp_path / f"{path.stem}{len(extra)}"
+        assert main(["irt", "fit", str(path), "--method", "mml", "--out-dir", str(out),
+                     *extra]) == 0
+        err = capsys.readouterr().err
+        assert ("no model-name column" in err) == (path is bare)
+        assert "read 300 models x 5 items" in err
+        outs[(path.stem, len(extra))] = pd.read_csv(out / "items.csv")
+    for key in (("lsat", 0), ("lsat", 1)):
+        assert outs[key]["item"].tolist() == items
+        assert np.allclose(outs[key]["difficulty"], outs[("named", 0)]["difficulty"])
+    two = tmp_path / "two.csv"                  # two distinct rows: nothing repeats, so only
+    two.write_text("i1,i2,i3\n1,0,1\n0,1,1\n")  # --no-names can say it
+    assert main(["irt", "fit", str(two), "--method", "map", "--no-names"]) == 0
+    assert "row1..rowN" in capsys.readouterr().err

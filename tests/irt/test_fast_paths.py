@@ -371,13 +371,18 @@ def test_cml_schur_steps_reach_the_diagonal_steps_optimum(monkeypatch, missing):
     Y = _with_missing(simulate(150, 40, seed=32)[0], missing, 5)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        monkeypatch.setattr(rasch_module, "_EXACT_NEWTON_FLOPS", np.inf)
+        exact = Rasch(method="cml", tol=1e-10).fit(Y)
+        monkeypatch.setattr(rasch_module, "_EXACT_NEWTON_FLOPS", 0.0)
         fast = Rasch(method="cml", tol=1e-10).fit(Y)
         monkeypatch.setattr(rasch_module, "_SCHUR_FLOPS", 0.0)
         slow = Rasch(method="cml", tol=1e-10).fit(Y)
+    assert "exact Hessian" in exact.result_.solver
     assert "Schur Hessian" in fast.result_.solver and "diagonal" in slow.result_.solver
     for attr in ("difficulties_", "abilities_", "difficulties_se_", "abilities_se_"):
         assert np.nanmax(np.abs(getattr(fast, attr) - getattr(slow, attr))) < 1e-8, attr
-    assert fast.n_iter_ < slow.n_iter_
+        assert np.nanmax(np.abs(getattr(exact, attr) - getattr(slow, attr))) < 1e-8, attr
+    assert exact.n_iter_ <= fast.n_iter_ < slow.n_iter_
 
 
 def test_jml_pooled_information_equals_the_information_recomputed_from_data(rasch_data):

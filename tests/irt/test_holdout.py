@@ -81,3 +81,40 @@ def test_alpaca_eval_real_data_beta_irt_fits():
     est = BetaIRT(method="map").fit(table)
     assert est.result_.converged and est.precision_ > 0 and est.n_clipped_ > 0
     assert np.corrcoef(est.abilities_, table.mean(axis=1).to_numpy())[0, 1] > 0.9
+
+
+@pytest.mark.parametrize("method", ["jml", "cml", "mml"])
+@pytest.mark.parametrize("value", [0.0, 1.0])
+def test_fit_models_and_fit_items_keep_excluded_frozen_lines(method, value):
+    # issue 21: one all-0 (all-1) item is excluded from the fit with a NaN difficulty;
+    # placing new models on the frozen items raised ConvergenceError("non-finite")
+    Y = (np.random.default_rng(0).random((20, 15)) < 0.5).astype(float)
+    Y[:, 3] = value
+    with pytest.warns(UserWarning):
+        fit = Rasch(method=method).fit(Y[:15])
+    assert np.isnan(fit.difficulties_[3])
+    new = fit.fit_models(Y[15:])
+    assert np.isfinite(new.abilities_).all()
+    P = new.predict_proba()
+    ok = np.arange(15) != 3
+    assert ((P[:, ok] > 0) & (P[:, ok] < 1)).all()
+    assert np.allclose(P[:, 3], value)          # the excluded item's ML limit
+    # the same new models placed with the item left out entirely: same abilities
+    alone = Rasch(method=method).fit(Y[:15][:, ok]).fit_models(Y[15:][:, ok])
+    assert np.allclose(new.abilities_, alone.abilities_, atol=1e-6)
+    Yt = Y.T.copy()                              # and the mirror: a frozen all-0 model
+    with pytest.warns(UserWarning):
+        fit_t = Rasch(method="jml").fit(Yt[:, :15])
+    items = fit_t.fit_items(Yt[:, 15:])
+    assert np.isfinite(items.difficulties_).all()
+
+
+@pytest.mark.parametrize("method", ["jml", "mml"])
+def test_chembench_rows_holdout_gives_its_auc(method, capsys):
+    # issue 21: ConvergenceError; it gave AUC 0.80 before, and gives it again
+    path = require_shared("irt/irt-on-bench/binary_matrix.csv")
+    assert main(["irt", "holdout", str(path), "--transpose", "--scheme", "rows",
+                 "--method", method]) == 0
+    row = [line for line in capsys.readouterr().out.splitlines() if " rows " in line][0]
+    auc = float(row.split()[3])
+    assert 0.75 < auc < 0.85

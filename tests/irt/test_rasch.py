@@ -181,3 +181,24 @@ def test_cml_with_missing_cells_converges_in_few_newton_steps():
     assert bound < 1e-10
     ok = np.isfinite(est.difficulties_)
     assert np.corrcoef(est.difficulties_[ok], b[ok])[0, 1] > 0.9
+
+
+@pytest.mark.parametrize("n_first, n_second", [(6, 4), (7, 7), (4, 9), (1, 12)])
+def test_cml_on_two_items_is_the_closed_form(n_first, n_second, tmp_path):
+    # issue 21: 6 + 4 rows: "Newton did not converge in 2000 iterations" (the approximate
+    # Hessian is half the exact one on 2 items, so every step overshot); 7 + 7: a
+    # LinAlgError traceback in the SEs. Every model has score 1, so the conditional
+    # likelihood is a Bernoulli in b2 - b1: b = (-1, 1) log(n1 / n2) / 2, and the SE of
+    # b1 = -b2 is 1 / (2 sqrt(n p (1 - p))), p = n1 / n.
+    from evalcert.cli import main
+
+    Y = np.array([[1.0, 0.0]] * n_first + [[0.0, 1.0]] * n_second)
+    est = Rasch(method="cml").fit(Y)
+    half = np.log(n_first / n_second) / 2
+    assert np.allclose(est.difficulties_, [-half, half], atol=1e-6)
+    n, p = n_first + n_second, n_first / (n_first + n_second)
+    assert np.allclose(est.difficulties_se_, 1 / (2 * np.sqrt(n * p * (1 - p))), rtol=1e-6)
+    path = tmp_path / "c.csv"
+    path.write_text(",i1,i2\n" + "".join(f"a{k},1,0\n" for k in range(n_first))
+                    + "".join(f"b{k},0,1\n" for k in range(n_second)))
+    assert main(["irt", "fit", str(path), "--method", "cml"]) == 0

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from evalcert.cli import main
 from evalcert.datasets.mtbench import load_table1, paper_summaries
 from evalcert.logic import mtbench_demo
@@ -162,3 +164,23 @@ def test_m1_outputs_with_skipped_items_are_refused_before_any_solve(tmp_path, ca
     assert main(["audit", str(path), "--m", "full", "--on-missing", "keep", "--bounds"]) == 2
     assert "--bounds needs every grader on every item" in capsys.readouterr().err
     assert main(["audit", str(path), "--m", "full", "--on-missing", "keep"]) == 0
+
+
+@pytest.mark.parametrize("m", ["2", "full"])
+def test_audit_cbc_agrees_with_highs(tmp_path, m):
+    # issue 21: every --solver cbc run failed: check_integer_solution read PuLP's empty
+    # __dummy column (fixed at 0, absent from CBC's solution) as "None is not an integer"
+    from tests._cli import run_cli
+
+    rows = "".join(f"q{i},g{g},{'ab'[(i * 7 + g * 3) % 5 < 3]}\n"
+                   for i in range(12) for g in range(3))
+    log = tmp_path / "j.csv"
+    log.write_text("item,grader,label\n" + rows)
+    answers = {}
+    for solver in ("cbc", "highs"):
+        out = tmp_path / f"{solver}.json"
+        status, _, err = run_cli(["audit", str(log), "--m", m, "--solver", solver,
+                                  "--json", str(out)])
+        assert status == 0, err
+        answers[solver] = json.loads(out.read_text())["T"]
+    assert answers["cbc"] == answers["highs"]

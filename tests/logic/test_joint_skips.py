@@ -185,3 +185,6 @@ def test_m2_time_limit_bounds_contain_the_exact_t2():
     res = alarm_m2(dec, "0.5", time_limit=1e-9)
     assert res.T_upper is not None and res.T <= exact <= res.T_upper
     assert "time limit reached" in res.summary()
+    from evalcert.logic.audit import panel_statement
+
+    assert "undecided" in panel_statement(res) and "nothing higher." not in panel_statement(res)

@@ -63,7 +63,7 @@ def test_missing_columns_and_unreadable_files(tmp_path):
         decisions_from_frame(pd.DataFrame({"item": [1]}))
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="bad.json: not valid JSON"):
         read_label_counts(bad)
     with pytest.raises(InputError, match="no such file"):
         read_decisions(tmp_path / "absent.csv")

@@ -160,7 +160,9 @@ def difficulty_covariance(info: np.ndarray, pairs: np.ndarray, item_weights: np.
     R = root[:, None] * pairs * root[None, :]
     R[np.diag_indices_from(R)] += D
     u = root / np.linalg.norm(root)                             # the null vector of R
-    scale = float(np.trace(R)) / R.shape[0]
+    # any scale > 0 deflates the gauge; the trace is 0 when every column is one pooled
+    # group of equal items (2 items answered 7 and 7 times: R = [[0]]), so then 1
+    scale = float(np.trace(R)) / R.shape[0] or 1.0
     Rp = np.linalg.inv(R + scale * np.outer(u, u)) - np.outer(u, u) / scale
     Rp = (Rp + Rp.T) / 2
     within = np.where(m > 1, 1.0 / np.where(m > 1, D, 1.0), 0.0)   # 1/D_j, unused if m_j = 1

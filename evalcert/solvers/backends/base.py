@@ -6,6 +6,7 @@ import dataclasses
 
 import numpy as np
 
+from evalcert.errors import require_positive
 from evalcert.solvers.certificates import Tolerance
 
 __all__ = ["CVXPY_SOLVERS", "DIRECT_BACKENDS", "QPSOLVERS_BACKENDS", "RawSolution", "SolveSettings",
@@ -69,6 +70,10 @@ class SolveSettings:
     warm_start: bool = True
     options: dict = dataclasses.field(default_factory=dict)
     verbose: bool = False
+
+    def __post_init__(self) -> None:
+        require_positive("time_limit", self.time_limit, allow_inf=True)
+        require_positive("max_iter", self.max_iter, integer=True)
 
 
 @dataclasses.dataclass(frozen=True)

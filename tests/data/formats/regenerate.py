@@ -1,0 +1,244 @@
+"""Regenerate the lm-eval and Inspect fixtures in this folder with the real tools, offline.
+
+Run with a Python that has ``inspect_ai`` and ``lm_eval`` installed (they are not evalcert
+dependencies), e.g.::
+
+    python3 -m venv /tmp/tools && /tmp/tools/bin/pip install inspect_ai lm_eval
+    HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 /tmp/tools/bin/python tests/data/formats/regenerate.py
+
+No network and no model weights: Inspect runs ``mockllm/<name>`` models with a solver that
+sets ``state.output`` itself (one answer table per model), with ``--epochs 2`` and
+``fail_on_error=False`` (errored samples stay in the log); lm-eval runs a subclass of
+``lm_eval.api.model.LM`` on local JSONL tasks and writes through ``EvaluationTracker``.
+Everything the tools write is kept as written; only the output folders are chosen here.
+
+What is made (see README.md):
+
+* ``inspect/eval/*.eval`` and ``inspect/json/*.json``: task ``arith`` (6 samples, scorers
+  ``match`` (C/I) and ``graded`` (C/P/I plus a dict-valued ``detail``)), models alpha,
+  beta, gamma, 2 epochs; beta errors on q3 in epoch 1, gamma on q5 in both epochs;
+* ``lm_eval/<org>__<model>/``: tasks ``qa_gen`` (generate_until, filters ``strict-match``
+  and ``flexible-extract``) and ``qa_mc`` (multiple_choice, acc and acc_norm), models
+  mock/alpha (two runs: the newest is read), mock/beta, mock/gamma;
+* ``lm_eval_mismatch/mock__delta/``: mock/delta on a copy of the data whose doc 2 differs
+  (same doc_id, another doc_hash).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("INSPECT_LOG_LEVEL", "warning")
+
+QUESTIONS = [("q1", "2 + 2", "4"), ("q2", "3 * 3", "9"), ("q3", "10 - 7", "3"),
+             ("q4", "6 / 2", "3"), ("q5", "5 + 6", "11"), ("q6", "2 ** 3", "8")]
+#: per model, the questions it answers wrongly and partly (lower case "x" -> P)
+WRONG = {"alpha": {"q2"}, "beta": {"q4", "q6"}, "gamma": {"q1", "q2", "q3"}}
+PARTIAL = {"alpha": {"q6"}, "beta": set(), "gamma": {"q4"}}
+#: (model, sample id, epochs) that raise
+ERRORS = {("beta", "q3"): {1}, ("gamma", "q5"): {1, 2}}
+
+
+def _pick(*parts: object) -> int:
+    return int(hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest(), 16)
+
+
+# -- Inspect --------------------------------------------------------------------------------
+def make_inspect(out: Path) -> None:
+    from inspect_ai import Task, eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput
+    from inspect_ai.scorer import CORRECT, INCORRECT, PARTIAL as P, Score, Target, accuracy, \
+        match, scorer
+    from inspect_ai.solver import TaskState, solver
+
+    @solver
+    def answer_table():
+        async def solve(state: TaskState, generate):
+            name = str(state.model).split("/")[-1]
+            sid = str(state.sample_id)
+            if state.epoch in ERRORS.get((name, sid), set()):
+                raise RuntimeError(f"simulated provider error for {name} on {sid}")
+            right = state.target.text
+            text = "0" if sid in WRONG[name] else right
+            if sid in PARTIAL[name]:
+                text = f"about {right}"
+            state.output = ModelOutput.from_content(model=str(state.model), content=text)
+            state.messages.append(state.output.message)
+            return state
+        return solve
+
+    @scorer(metrics=[accuracy()])
+    def graded():
+        async def score(state: TaskState, target: Target) -> Score:
+            said = state.output.completion.strip()
+            value = CORRECT if said == target.text else P if target.text in said else INCORRECT
+            return Score(value=value, answer=said)
+        return score
+
+    @scorer(metrics={"exact": [accuracy()]})
+    def detail():
+        async def score(state: TaskState, target: Target) -> Score:
+            said = state.output.completion.strip()
+            return Score(value={"exact": 1.0 if said == target.text else 0.0,
+                                "chars": float(len(said))}, answer=said)
+        return score
+
+    task = Task(name="arith",
+                dataset=[Sample(id=sid, input=f"What is {q}?", target=a)
+                         for sid, q, a in QUESTIONS],
+                solver=answer_table(), scorer=[match(), graded(), detail()])
+    models = [f"mockllm/{m}" for m in WRONG]
+    for fmt in ("eval", "json"):
+        folder = out / "inspect" / fmt
+        shutil.rmtree(folder, ignore_errors=True)
+        inspect_eval(task, model=models, epochs=2, fail_on_error=False, log_dir=str(folder),
+                     log_format=fmt, display="none", max_tasks=1)
+
+
+# -- lm-evaluation-harness ------------------------------------------------------------------
+def _lm_class():
+    from lm_eval.api.model import LM
+
+    class AnswerTable(LM):
+        """Answers from a fixed table per model name: no weights, no network."""
+
+        def __init__(self, name: str, skill: int = 0) -> None:
+            super().__init__()
+            self.name, self.skill = name, skill
+
+        def _right(self, doc: dict) -> bool:
+            return (_pick(self.name, doc["id"]) + self.skill) % 3 != 0
+
+        def generate_until(self, requests):
+            out = []
+            for req in requests:
+                doc = req.doc
+                answer = doc["answer"] if self._right(doc) else "0"
+                # every third doc answers without the "ANSWER:" tag: the filters differ
+                out.append(f"ANSWER: {answer}" if _pick(self.name, "tag", doc["id"]) % 3
+                           else f"it is {answer}")
+            return out
+
+        def loglikelihood(self, requests):
+            out = []
+            for req in requests:
+                doc, continuation = req.doc, req.args[1]
+                choice = doc["choices"][doc["label"]] if self._right(doc) else \
+                    doc["choices"][(doc["label"] + 1) % len(doc["choices"])]
+                best = continuation.strip() == choice
+                out.append((-0.5 if best else -2.0 - len(continuation) / 10, best))
+            return out
+
+        def loglikelihood_rolling(self, requests):
+            return [(-1.0,) for _ in requests]
+
+    return AnswerTable
+
+
+def _tasks(folder: Path, rows: list[dict]) -> None:
+    data = folder / "qa.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "qa_gen.yaml").write_text(f"""task: qa_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n\\n"]
+  do_sample: false
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+filter_list:
+  - name: strict-match
+    filter:
+      - function: regex
+        regex_pattern: "ANSWER: (\\\\w+)"
+      - function: take_first
+  - name: flexible-extract
+    filter:
+      - function: regex
+        group_select: -1
+        regex_pattern: "(\\\\w+)"
+      - function: take_first
+metadata:
+  version: 1.0
+""")
+    (folder / "qa_mc.yaml").write_text(f"""task: qa_mc
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_choice: "{{{{choices}}}}"
+doc_to_target: label
+metric_list:
+  - metric: acc
+  - metric: acc_norm
+metadata:
+  version: 1.0
+""")
+
+
+def _run_lm_eval(out: Path, tasks: Path, name: str, skill: int = 0) -> None:
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    tracker = EvaluationTracker(output_path=str(out))
+    results = simple_evaluate(model=_lm_class()(name, skill), model_args=f"pretrained={name}",
+                              tasks=["qa_gen", "qa_mc"], log_samples=True,
+                              task_manager=TaskManager(include_path=str(tasks)),
+                              evaluation_tracker=tracker)
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    for task_name in results["configs"]:
+        tracker.save_results_samples(task_name=task_name, samples=samples[task_name])
+
+
+def make_lm_eval(out: Path) -> None:
+    rows = [{"id": k, "question": f"What is {q}?", "answer": a,
+             "choices": [a, str(int(float(eval(q))) + 1), "0"] if a != "0" else [a, "1", "2"],
+             "label": 0}
+            for k, (_, q, a) in enumerate(QUESTIONS)]
+    for folder in ("lm_eval", "lm_eval_mismatch"):
+        shutil.rmtree(out / folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        same, other = Path(tmp) / "same", Path(tmp) / "other"
+        same.mkdir()
+        other.mkdir()
+        _tasks(same, rows)
+        changed = [dict(r) for r in rows]
+        changed[2]["question"] = "What is 10 - 8?"
+        _tasks(other, changed)
+        _run_lm_eval(out / "lm_eval", same, "mock/alpha", skill=0)
+        time.sleep(1.1)                                 # a later run: another date in names
+        _run_lm_eval(out / "lm_eval", same, "mock/alpha", skill=1)
+        _run_lm_eval(out / "lm_eval", same, "mock/beta")
+        _run_lm_eval(out / "lm_eval", same, "mock/gamma")
+        _run_lm_eval(out / "lm_eval_mismatch", other, "mock/delta")
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE
+    make_inspect(target)
+    make_lm_eval(target)
+    print(f"wrote fixtures under {target}")
