@@ -35,6 +35,18 @@ ChemBench (22 x 2,854), 2PL MML by evalcert (default slope prior, and pure ML
 ``slope_prior=0``) and by mirt, each without and with standard errors
 (``+SE``) as above, with the time, the Kendall correlation of the abilities
 with raw accuracy, the count of negative slopes and the status.
+
+Model differences: mirt's (PyPI) ``1PL`` fixes every slope at 1 *and* the
+ability variance at 1 (``theta ~ N(0, 1)``); evalcert's Rasch MML fixes the
+slopes at 1 and estimates the ability sd (``population_sd_``), the usual
+Rasch MML (as eRm/TAM), so its log-likelihood is at least mirt's on the same
+data. The 2PL is the same model in both (``theta ~ N(0, 1)``, free slopes), but
+evalcert's default adds a log-normal slope prior (sd 0.5); ``slope_prior=0``
+rows are pure ML like mirt's.
+
+After the tables, each shape's hot kernel, the MML E-step at the starting
+values (:mod:`irt_kernels`), is timed against its floor measured in the same
+run: one ``exp`` and one ``log`` pass over the observed cells x quadrature nodes.
 """
 
 from __future__ import annotations
@@ -53,6 +65,9 @@ from scipy.stats import kendalltau, spearmanr
 
 from evalcert.results import format_table
 from evalcert.irt import Rasch, TwoPL
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from irt_kernels import KERNEL_HEADERS, binary_estep, kernel_row  # noqa: E402
 
 HEADERS = ["shape", "runner", "seconds", "CPU s", "vs best peer", "corr(b)", "rank corr(b)",
            "slope(b)", "peak RSS MiB", "status"]
@@ -268,13 +283,14 @@ def real_runners() -> dict:
 
 
 def run_real(args) -> None:
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "irt")
-    rows = []
+    root = args.data
+    rows, matrices = [], []
     for label, (path, transposed) in REAL.items():
         if not os.path.exists(os.path.join(root, path)):
             print(f"{label}: {path} not found under {root}; skipped", file=sys.stderr)
             continue
         Y = read_real(root, path, transposed)
+        matrices.append((label, Y))
         accuracy = Y.mean(1)
         for name, run in real_runners().items():
             if args.skip_peers and not name.startswith("evalcert"):
@@ -290,6 +306,9 @@ def run_real(args) -> None:
             print(f"{label:14s} {name:28s} {took:8.3g} s  Kendall {tau:.3f}  {status}",
                   file=sys.stderr, flush=True)
     print(format_table(rows, REAL_HEADERS))
+    print()
+    print(format_table([kernel_row(f"{label} {Y.shape[0]}x{Y.shape[1]}", binary_estep(Y))
+                        for label, Y in matrices], KERNEL_HEADERS))
 
 
 def main() -> None:
@@ -304,15 +323,19 @@ def main() -> None:
     parser.add_argument("--real", action="store_true",
                         help="also fit PSN-IRT and ChemBench from ../shared/data/irt")
     parser.add_argument("--real-only", action="store_true", help="only the real matrices")
+    parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                       "shared", "data", "irt"),
+                        help="folder of the shared IRT matrices (PSN-IRT/, irt-on-bench/)")
     args = parser.parse_args()
     if args.real or args.real_only:
         run_real(args)
         if args.real_only:
             return
-    rows, verdicts = [], []
+    rows, verdicts, kernels = [], [], []
     for shape in args.shapes:
         model, n, m, missing = parse_shape(shape)
         Y, b = simulate(model, n, m, missing)
+        kernels.append(kernel_row(shape, binary_estep(Y, rasch=model == "rasch")))
         results = {}
         for name, run in runners(model, missing > 0).items():
             if args.skip_peers and not name.startswith("evalcert"):
@@ -333,6 +356,8 @@ def main() -> None:
     print(format_table(rows, HEADERS))
     print()
     print(format_table(verdicts, ["shape", "target", "verdict"]))
+    print()
+    print(format_table(kernels, KERNEL_HEADERS))
 
 
 if __name__ == "__main__":

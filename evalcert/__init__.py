@@ -78,6 +78,8 @@ _PUBLIC = {
     "enforce_dcore": "evalcert.diagnostics",
     "bootstrap_fidelity": "evalcert.diagnostics",
     "sparse_recovery": "evalcert.diagnostics",
+    # which model is better: Bradley-Terry leaderboards (evalcert.compare(...) is callable)
+    "rank": "evalcert.compare.leaderboard",
     # solver benchmark
     "bench": "evalcert.benchmarking",
     # errors
@@ -92,8 +94,8 @@ _PUBLIC = {
 }
 
 #: Subpackages reachable as attributes (``evalcert.logic``), imported on first use.
-_SUBPACKAGES = ("benchmarking", "data", "datasets", "diagnostics", "errors", "io", "irt", "logic",
-                "plots", "solvers")
+_SUBPACKAGES = ("benchmarking", "compare", "data", "datasets", "diagnostics", "errors", "io", "irt",
+                "logic", "plots", "solvers")
 
 __all__ = ["__version__", *_PUBLIC]
 

@@ -113,6 +113,15 @@ def workdir(tmp_path, monkeypatch):
                              columns=[f"item{j}" for j in range(20)])
     responses.index.name = "model"
     responses.to_csv(tmp_path / "responses.csv")
+    # per-item results of 4 models (compare) and a battle log (rank)
+    results = pd.DataFrame((rng.random((4, 60)) < [[0.9], [0.7], [0.6], [0.4]]).astype(int),
+                           index=[f"model{i}" for i in range(4)],
+                           columns=[f"q{j // 2}/turn{j % 2 + 1}" for j in range(60)])
+    results.index.name = "model"
+    results.to_csv(tmp_path / "results.csv")
+    from evalcert.datasets.battles import simulate_battles
+    simulate_battles(n_models=8, n_battles=5000, seed=0)[0].to_csv(tmp_path / "battles.csv",
+                                                                   index=False)
     # README may name shipped files by their path in the repository
     (tmp_path / "evalcert").symlink_to(REPO_ROOT / "evalcert", target_is_directory=True)
     monkeypatch.chdir(tmp_path)

@@ -1,4 +1,4 @@
-"""``evalcert irt fit|holdout|score|itemfit|compare|anchors``: IRT on a response file.
+"""``evalcert irt fit|holdout|score|itemfit|compare|anchors|cat``: IRT on a response file.
 
 Every verb reads its file through :func:`evalcert.io.responses.read_responses`
 (wide or long; a missing header row, duplicate names and non-0/1 cells are
@@ -26,7 +26,7 @@ from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
 # tests/test_startup.py checks them against evalcert.irt.MODELS.
-MODELS = ("2pl", "3pl", "beta", "factor", "graded", "je", "rasch")
+MODELS = ("2pl", "3pl", "3plu", "4pl", "beta", "factor", "graded", "je", "rasch")
 
 #: per-model defaults shown in --help (tests/irt/test_cli_irt.py checks the library)
 DEFAULTS = {
@@ -37,11 +37,13 @@ DEFAULTS = {
     "je": {"method": "map", "lam": 0.1, "max_iter": 5000, "tol": 1e-3, "dims": 16},
     "3pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
     "graded": {"method": "mml", "max_iter": 3000, "tol": 1e-5, "slope_prior": 4.0},
+    "4pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
+    "3plu": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
 }
 #: methods each model supports (checked against the estimators' ``methods``)
 METHODS = {"rasch": ("jml", "cml", "mml", "map", "mcmc"), "2pl": ("jml", "map", "mml"),
            "factor": ("map", "jml"), "beta": ("jml", "map"), "je": ("map",), "3pl": ("mml",),
-           "graded": ("mml",)}
+           "graded": ("mml",), "4pl": ("mml",), "3plu": ("mml",)}
 #: response kind each model reads (``read_responses(kind=...)``)
 KINDS = {"beta": "unit", "graded": "ordinal"}
 #: estimator options that only some models/methods take: flag -> (models, methods or None)
@@ -50,7 +52,7 @@ _SCOPED = {"optimizer": (("rasch",), ("jml", "map")),
            "lam": (MODELS, ("map", "mcmc")),
            "dims": (("factor", "je"), None),
            "item_embeddings": (("je",), None),
-           "guessing": (("3pl",), None)}
+           "guessing": (("3pl", "4pl"), None)}
 #: options passed only when given, to estimators whose ``__init__`` takes them
 _PASSED = {"max_iter": "max_iter", "tol": "tol", "slope_prior": "slope_prior",
            "progress": "verbose"}
@@ -370,6 +372,40 @@ def _anchors(args: argparse.Namespace) -> int:
     return _finish(args, res, plot)
 
 
+def _cat(args: argparse.Namespace) -> int:
+    from evalcert.irt.cat import simulate_cat
+
+    if args.model not in ("rasch", "2pl", "3pl"):
+        raise InputError(f"adaptive testing needs item curves: use --model rasch, 2pl or 3pl, "
+                         f"not {args.model}")
+    if args.items and args.holdout is not None:
+        raise InputError("--holdout splits the response file to calibrate a bank; with "
+                         "--items every model of the file is tested: drop one of them")
+    if not args.items and (args.prior_mean is not None or args.prior_sd is not None):
+        raise InputError("--prior-mean/--prior-sd apply with --items; a fit uses its own "
+                         "ability distribution")
+    prior, holdout = None, None
+    if args.items:
+        from evalcert.io.irt_tables import read_item_table
+
+        _outputs(args, [args.items, args.responses])
+        bank, prior = read_item_table(args.items)
+        prior = (prior[0] if args.prior_mean is None else args.prior_mean,
+                 prior[1] if args.prior_sd is None else args.prior_sd)
+    else:
+        bank = _estimator(args)
+        _outputs(args, [args.responses])
+        holdout = 0.2 if args.holdout is None else args.holdout
+    table = _read(args, kind="binary")
+    res = simulate_cat(bank, table, holdout=holdout, max_items=args.max_items,
+                       se_stop=args.se_stop, delta_stop=args.delta_stop,
+                       selection=args.selection, update=args.update,
+                       randomesque=args.randomesque, max_exposure=args.max_exposure,
+                       prior=prior, seed=args.seed)
+    print(res.summary())
+    return _finish(args, res)
+
+
 # -- parser -------------------------------------------------------------------------------------
 def _input_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("auto", "wide", "long") + RESULTS_FORMATS,
@@ -415,8 +451,9 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
                    help="precision p of the slope prior of mml (log a ~ N(0, 1/p); 0 = pure "
                         f"marginal ML); default {_defaults_text('slope_prior')}")
     p.add_argument("--guessing", type=_floor, default=None,
-                   help="3pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "
-                        "default: estimated per item under a Beta(6, 16) prior")
+                   help="3pl, 4pl: fix every item's guessing floor (e.g. 0.25 for 4 choices); "
+                        "default: estimated per item under a Beta(6, 16) prior (3plu: 0; "
+                        "4pl/3plu also estimate an upper asymptote per item, Beta(16, 6))")
     p.add_argument("--no-se", action="store_true",
                    help="skip the standard errors (faster: mml skips the observed "
                         "information); estimates are unchanged, SEs print as not computed")
@@ -427,6 +464,13 @@ def _floor(text: str) -> float:
     value = probability(text)
     if value >= 1:
         raise argparse.ArgumentTypeError(f"must be a number in [0, 1), got {text!r}")
+    return value
+
+
+def _exposure(text: str) -> float:
+    value = probability(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
     return value
 
 
@@ -442,7 +486,7 @@ def _output_options(p: argparse.ArgumentParser, plot: str | None = None,
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``irt fit|holdout|score|itemfit|compare|anchors``."""
+    """Add ``irt fit|holdout|score|itemfit|compare|anchors|cat``."""
     irt = subparsers.add_parser("irt", help="fit IRT models (Rasch, 2PL, 3PL, graded, factor, "
                                             "Beta, JE)")
     verbs = irt.add_subparsers(dest="irt_command", metavar="VERB")
@@ -517,3 +561,37 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0)
     _output_options(p, plot="estimated vs true accuracy of the held-out models")
     p.set_defaults(func=_quiet(_anchors))
+
+    p = verbs.add_parser("cat", help="computerised adaptive testing: replay held-out models, "
+                                     "error against items used vs random items and anchors")
+    p.add_argument("responses", help=file_help)
+    _input_options(p)
+    _model_options(p)
+    p.add_argument("--items", default=None, metavar="ITEMS.csv",
+                   help="a bank written by `irt fit --out-dir` (rasch, 2pl or 3pl): test "
+                        "every model of the response file on it (no fit, no holdout)")
+    p.add_argument("--holdout", type=open_probability, default=None,
+                   help="share of models held out and tested, the rest calibrate the bank "
+                        "(default 0.2)")
+    p.add_argument("--max-items", type=positive_int, default=50,
+                   help="stop after this many items (default 50)")
+    p.add_argument("--se-stop", type=positive_float, default=None,
+                   help="stop once the ability's standard error is at most this")
+    p.add_argument("--delta-stop", type=positive_float, default=None,
+                   help="stop once the ability moves less than this after an item")
+    p.add_argument("--selection", choices=["mfi", "kl", "random", "astrat"], default="mfi",
+                   help="next item: maximum Fisher information (default), posterior-weighted "
+                        "Kullback-Leibler, random, or a-stratified")
+    p.add_argument("--update", choices=["eap", "map"], default="eap",
+                   help="ability after each item (default eap)")
+    p.add_argument("--randomesque", type=positive_int, default=1,
+                   help="exposure control: draw among this many best items (default 1)")
+    p.add_argument("--max-exposure", type=_exposure, default=None,
+                   help="exposure control: give an item to at most this share of the models")
+    p.add_argument("--prior-mean", type=finite_float, default=None,
+                   help="with --items: ability prior mean (default: the item file's)")
+    p.add_argument("--prior-sd", type=positive_float, default=None,
+                   help="with --items: ability prior sd (default: the item file's)")
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    _output_options(p)
+    p.set_defaults(func=_quiet(_cat))

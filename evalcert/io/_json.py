@@ -23,10 +23,11 @@ try:  # optional: several times faster than json on long lines
     import orjson as _orjson
 
     loads = _orjson.loads
-    _DecodeErrors: tuple = (_orjson.JSONDecodeError, ValueError)
+    _DecodeErrors: tuple = (_orjson.JSONDecodeError, ValueError, RecursionError)
 except ImportError:  # pragma: no cover - depends on the environment
     loads = json.loads
-    _DecodeErrors = (json.JSONDecodeError, ValueError)
+    # ValueError: an integer over 4,300 digits; RecursionError: values nested thousands deep
+    _DecodeErrors = (json.JSONDecodeError, ValueError, RecursionError)
 
 __all__ = ["iter_jsonl", "read_json"]
 

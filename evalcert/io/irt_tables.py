@@ -36,7 +36,7 @@ __all__ = ["estimate_tables", "write_estimate_tables", "ranking_text", "read_ite
 #: item parameter -> column name in the item table (order of the columns)
 _ITEM_COLUMNS = {"difficulties": "difficulty", "discriminations": "discrimination",
                  "guessing": "guessing", "intercepts": "intercept", "loadings": "loading",
-                 "item_embeddings": "embedding", "thresholds": "threshold"}
+                 "item_embeddings": "embedding", "thresholds": "threshold", "upper": "upper"}
 
 
 def _columns(name: str, values: np.ndarray) -> dict[str, np.ndarray]:

@@ -28,13 +28,14 @@ import stat
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
-import pandas as pd
 
-from evalcert.data.frames import decode_name, looks_numeric
 from evalcert.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["read_table", "table_format", "looks_numeric", "check_file", "load_json",
            "TABLE_SUFFIXES"]
@@ -152,7 +153,18 @@ def _require_parquet_memory(path: Path) -> None:
                    "cell a string)", "split the file into smaller parts")
 
 
+def __getattr__(name: str) -> Any:
+    # looks_numeric lives in evalcert.data.frames (pandas, SciPy): imported on first use, so
+    # a reader that needs only check_file / table_format (the pairwise logs) starts light
+    if name == "looks_numeric":
+        from evalcert.data.frames import looks_numeric
+        return looks_numeric
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFrame:
+    import pandas as pd
+
     # csv's default cell limit (131,072 characters) raised _csv.Error on long cells (a
     # prompt, a transcript); no cell can be longer than the text. The limit is global
     # state, so it is restored afterwards.
@@ -230,6 +242,8 @@ def load_json(path: str | os.PathLike, text: str, *, lines: bool = False,
 
 
 def _records(path: Path, records: list) -> pd.DataFrame:
+    import pandas as pd
+
     if not records:
         raise InputError(f"{path} holds no records")
     bad = [i + 1 for i, r in enumerate(records) if not isinstance(r, dict)]
@@ -306,6 +320,10 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
     ...     read_table(path, required=["agent"]).to_dict("records")
     [{'agent': 'NA', 'q1': '0.5', 'q2': ''}]
     """
+    import pandas as pd
+
+    from evalcert.data.frames import decode_name, looks_numeric
+
     path = Path(path)
     head = check_file(path)
     fmt = format or table_format(path)

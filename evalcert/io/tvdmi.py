@@ -7,7 +7,6 @@ a :class:`evalcert.diagnostics.tvdmi.TVDMIExamples` in memory.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +25,7 @@ def read_tvdmi_examples(folder: str | Path) -> TVDMIExamples:
     --------
     Two items of a three-agent domain, written to a temporary folder:
 
-    >>> import tempfile
+    >>> import json, tempfile
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     for j in (0, 1):
     ...         _ = (Path(tmp) / f"tvd_mi_example_{j}.json").write_text(json.dumps(

@@ -1,8 +1,9 @@
 """IRT estimators for LLM benchmarks (models x items response matrices).
 
-Models and after-fit tools live here (``rasch``, ``twopl``, ``threepl``, ``polytomous``,
+Models and after-fit tools live here (``rasch``, ``twopl``, ``threepl``, ``fourpl``
+(4PL, 3PLu), ``polytomous``, ``reliability`` (``marginal_rxx``, ``empirical_rxx``),
 ``factor``, ``beta``, ``je``; ``scoring``, ``itemfit``, ``information``, ``compare``,
-``anchors``, ``holdout``); the estimation engines, named by method, in
+``anchors``, ``holdout``, ``cat``); the estimation engines, named by method, in
 :mod:`evalcert.irt.estimation` (``mml_em``: marginal ML by EM; ``mml_direct``: direct
 maximisation on a fixed grid; ``esf``/``cml_information``: conditional ML; ``joint_newton``,
 ``pooling``, ``louis``, ``anderson``, ``mcmc``). Response and item tables are read and
@@ -50,13 +51,17 @@ _PUBLIC = {
     "FitResult": "itemfit", "item_fit": "itemfit", "GradedResponse": "polytomous",
     "ThreePL": "threepl", "AnchorResult": "anchors", "evaluate_anchors": "anchors",
     "select_anchors": "anchors", "ScoreResult": "scoring", "score_models": "scoring",
+    "CATSession": "cat", "CATResult": "cat", "run_cat": "cat", "simulate_cat": "cat",
+    "FourPL": "fourpl", "ThreePLu": "fourpl", "marginal_rxx": "reliability",
+    "empirical_rxx": "reliability",
 }
 
 __all__ = [*_PUBLIC, "make_estimator", "fit_irt", "MODELS"]
 
 #: model name -> class name (the class is imported when a model is built)
 _MODEL_CLASSES = {"rasch": "Rasch", "2pl": "TwoPL", "factor": "LogisticFactor",
-                  "beta": "BetaIRT", "je": "JEIRT", "3pl": "ThreePL", "graded": "GradedResponse"}
+                  "beta": "BetaIRT", "je": "JEIRT", "3pl": "ThreePL", "graded": "GradedResponse",
+                  "4pl": "FourPL", "3plu": "ThreePLu"}
 
 
 def __getattr__(name: str) -> Any:

@@ -49,7 +49,7 @@ from evalcert.irt.information import (ItemParameters, ability_prior, icc,
 from evalcert.irt.scoring import score_abilities
 
 __all__ = ["AnchorResult", "select_anchors", "estimate_accuracy", "evaluate_anchors",
-           "SELECTIONS"]
+           "information_anchors", "SELECTIONS"]
 
 SELECTIONS = ("information", "cluster", "random")
 
@@ -87,14 +87,8 @@ def select_anchors(estimator: Any, Y: Any, n_anchors: int, selection: str = "inf
         theta = np.asarray(estimator.abilities_, dtype=float)
         theta = theta[np.isfinite(theta)]
         targets = np.quantile(theta, (np.arange(n_anchors) + 0.5) / n_anchors)
-        info = item_information(targets, params.take(usable))
-        chosen: list[int] = []
-        free = np.ones(usable.size, bool)
-        for k in range(n_anchors):
-            j = int(np.argmax(np.where(free, info[k], -np.inf)))
-            free[j] = False
-            chosen.append(int(usable[j]))
-        return np.sort(np.array(chosen)), np.full(n_anchors, 1 / n_anchors)
+        chosen = usable[information_anchors(params.take(usable), targets)]
+        return np.sort(chosen), np.full(n_anchors, 1 / n_anchors)
     from scipy.cluster.vq import kmeans2
 
     data = validate_responses(Y, kind="binary")
@@ -113,6 +107,26 @@ def select_anchors(estimator: Any, Y: Any, n_anchors: int, selection: str = "inf
         weights.append(members.size / usable.size)
     order = np.argsort(chosen)
     return np.array(chosen)[order], np.array(weights)[order]
+
+
+def information_anchors(params: ItemParameters, targets: np.ndarray) -> np.ndarray:
+    """For each target ability in turn, the unchosen item most informative there.
+
+    Examples
+    --------
+    >>> p = ItemParameters(np.ones(5), np.linspace(-2, 2, 5), np.zeros(5),
+    ...                    tuple("abcde"), "rasch")
+    >>> information_anchors(p, np.array([-2.0, 2.0, 2.0])).tolist()
+    [0, 4, 3]
+    """
+    info = item_information(np.asarray(targets, float), params)
+    free = np.ones(params.a.size, bool)
+    chosen = []
+    for k in range(len(targets)):
+        j = int(np.argmax(np.where(free, info[k], -np.inf)))
+        free[j] = False
+        chosen.append(j)
+    return np.array(chosen, dtype=np.int64)
 
 
 def estimate_accuracy(params: ItemParameters, prior: tuple[float, float], Y: np.ndarray,

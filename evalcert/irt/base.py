@@ -439,7 +439,7 @@ class IRTEstimator:
         return self._fit_block(Y_new, mask, free="rows")
 
     def score(self, Y_new: Any, method: str = "wle", *,
-              prior: tuple[float, float] | None = None, n_quad: int = 41) -> Any:
+              prior: tuple[float, float] | None = None, n_quad: int = 121) -> Any:
         """Abilities and SEs of new models on this fit's frozen items (ML, WLE, MAP or EAP).
 
         The same as :func:`~.scoring.score_models` ``(self, Y_new, method)``; see

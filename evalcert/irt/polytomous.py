@@ -12,7 +12,8 @@ Parameterised as intercepts ``d_j1 > d_j2 > ...`` (``b_jk = -d_jk / a_j``) with
 are integrated out under ``theta ~ N(0, 1)`` and the marginal log-likelihood
 plus log-priors (log-normal on slopes, ``N(0, 1/threshold_prior)``
 on intercepts, which keeps an item whose extreme category nobody used finite)
-is maximised by L-BFGS with its exact gradient (:mod:`~.marginal`):
+is maximised by accelerated EM with batched Fisher-scoring M-steps
+(:mod:`~.estimation.graded_em`):
 
     l(a, d) - slope_prior/2 sum_j (log a_j)^2 - threshold_prior/2 sum_jk d_jk^2
 
@@ -45,8 +46,9 @@ from scipy.special import expit
 from evalcert.errors import InputError
 from evalcert.irt.base import IRTEstimator
 from evalcert.irt.data import validate_responses
-from evalcert.irt.estimation.mml_direct import (SLOPE_PRIOR, MarginalData, diverging_slopes,
-                                           maximise, slope_prior_terms)
+from evalcert.irt.estimation.graded_em import graded_em, unpack
+from evalcert.irt.estimation.mml_direct import (SLOPE_PRIOR, MarginalData, observed_covariance,
+                                                slope_prior_terms)
 
 __all__ = ["GradedResponse"]
 
@@ -146,9 +148,7 @@ class GradedResponse(IRTEstimator):
     def _intercepts(self, x: np.ndarray, m: int, K: int):
         """Slopes, intercepts (M x K-1), gaps and the slope prior's terms from ``x``."""
         a, da, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
-        d1 = x[m:2 * m]
-        gaps = np.exp(x[2 * m:].reshape(m, K - 2))
-        d = np.column_stack([d1, d1[:, None] - np.cumsum(gaps, axis=1)])
+        _, d, gaps = unpack(x, m, K, self.slope_prior)
         return a, d, gaps, (da, log_prior, g_prior)
 
     def _objective(self, x: np.ndarray, md: MarginalData, m: int, K: int):
@@ -185,11 +185,14 @@ class GradedResponse(IRTEstimator):
         delta0 = np.log(np.maximum(-np.diff(d0, axis=1), 1e-2))
         x0 = np.concatenate([np.full(m, 0.0 if self.slope_prior else 1.0), d0[:, 0],
                              delta0.ravel()])
-        out = maximise(lambda x: self._objective(x, md, m, K), x0, tol=self.tol,
-                       max_iter=self.max_iter, what="graded mml", verbose=self.verbose,
-                       max_se_params=self.max_se_params if self.standard_errors else -1,
-                       diagnose=lambda x: None if self.slope_prior else diverging_slopes(
-                           x[:m], item_names, limit=2 / (md.z[1] - md.z[0])))
+        out = graded_em(codes, K, x0, slope_prior=self.slope_prior,
+                        threshold_prior=self.threshold_prior, n_quad=self.n_quad,
+                        tol=self.tol, max_iter=self.max_iter, what="graded mml",
+                        item_names=tuple(item_names), verbose=self.verbose)
+        fun = (lambda v: self._objective(v, md, m, K))
+        out["cov"], out["stationarity"] = observed_covariance(
+            fun, out["x"], fun(out["x"])[1],
+            self.max_se_params if self.standard_errors else -1)
         x = out["x"]
         self._objective(x, md, m, K)
         loglik, post = self._last
@@ -210,7 +213,7 @@ class GradedResponse(IRTEstimator):
         return {"R": eap[:, None], "C": C, "se_R": psd[:, None], "se_C": se, "loglik": loglik,
                 "n_iter": out["n_iter"], "loglik_kind": "marginal",
                 "stationarity": out["stationarity"], "n_params": x.size,
-                "solver": f"L-BFGS on the marginal likelihood ({self.n_quad}-node grid)",
+                "solver": f"EM with Fisher-scoring M-steps ({self.n_quad}-node grid)",
                 "notes": tuple(notes)}
 
     @staticmethod

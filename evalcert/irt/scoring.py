@@ -12,17 +12,22 @@ over its observed items, and
   response pattern, bias ``O(1/n^2)``; SE ``1 / sqrt(I(theta))``;
 * ``map``: the mode of ``l(theta) + log N(theta; mu, sd^2)``, SE
   ``1 / sqrt(I(theta) + 1/sd^2)``;
-* ``eap``: the posterior mean under the same prior and its posterior sd, by
-  adaptive Gauss-Hermite quadrature (``n_quad`` nodes at the MAP, scaled by
-  its SE; Rabe-Hesketh, Skrondal & Pickles 2005).
+* ``eap``: the posterior mean under the same prior and its posterior sd, by the
+  trapezoid rule on a fixed grid (``n_quad`` nodes), refined per model to a finer
+  local grid wherever the fixed one is too coarse for its posterior (criterion in
+  :func:`_eap`).
 
 Every fitted estimator has the same call as a method:
 ``est.score(Y_new, method="wle")`` is ``score_models(est, Y_new, "wle")``.
 
 The prior defaults to the fit's ability distribution
-(:func:`~.information.ability_prior`). Roots are found on every model at once:
-the estimating function is evaluated on a grid, the down-crossing with the
-largest criterion is kept (3PL likelihoods can have several) and Fisher scoring,
+(:func:`~.information.ability_prior`). All models are scored at once, and the
+cost grows with the observed cells: on a grid of abilities every model's
+log-likelihood (and estimating function) is one matrix product of its responses
+with the item curves at the nodes (for Rasch and 2PL items, a column sum when no
+cell is missing). EAP integrates on that grid; ML, WLE and MAP keep the
+down-crossing of the estimating function with the largest criterion (3PL
+likelihoods can have several) and Fisher scoring on the observed cells,
 safeguarded by bisection, refines it to ``1e-12``.
 
 Example
@@ -42,7 +47,7 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from numpy.polynomial.hermite_e import hermegauss
+from scipy.special import expit
 
 from evalcert.errors import ConvergenceError, InputError
 from evalcert.results import ResultMixin, format_table
@@ -54,7 +59,11 @@ __all__ = ["ScoreResult", "score_models", "score_responses", "score_abilities",
            "SCORING_METHODS"]
 
 SCORING_METHODS = ("ml", "wle", "map", "eap")
-_CELLS = 1 << 22        # grid points x items evaluated per block
+_CELLS = 1 << 21        # cells (or items x nodes) evaluated per block
+_SPARSE_BELOW = 0.25    # observed share below which responses stay a sparse matrix
+_RATIO = 1.2            # a fixed-grid EAP is accepted when posterior sd >= _RATIO x spacing
+_TAIL = 8.0             # ... and its mean lies _TAIL posterior sds inside the grid
+_FINER = 1.5            # a too-coarse grid is refined 1.5^k-fold
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,77 +103,298 @@ class ScoreResult(ResultMixin):
             "".join(f"\nnote: {n}" for n in self.notes)
 
 
-def _loglik_terms(theta: np.ndarray, params: ItemParameters, Y: np.ndarray, O: np.ndarray,
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-model ``l``, ``l'``, ``I``, ``J`` at one ability per model (all 1-D)."""
-    out = np.zeros((4, theta.size))
-    step = max(1, _CELLS // max(params.a.size, 1))
-    for lo in range(0, theta.size, step):
-        sl = slice(lo, lo + step)
-        P, d1, d2 = icc_derivatives(theta[sl], params)
-        Y_, O_ = Y[sl], O[sl]
-        P = np.clip(P, 1e-300, 1 - 1e-16)
-        Q = 1 - P
-        out[0, sl] = np.sum(O_ * (Y_ * np.log(P) + (1 - Y_) * np.log(Q)), axis=1)
-        out[1, sl] = np.sum(O_ * d1 * (Y_ - P) / (P * Q), axis=1)
-        out[2, sl] = np.sum(O_ * d1 ** 2 / (P * Q), axis=1)
-        out[3, sl] = np.sum(O_ * d1 * d2 / (P * Q), axis=1)
-    return out[0], out[1], out[2], out[3]
+class _Cells:
+    """The observed responses of ``n`` models to ``n_items`` items.
+
+    Complete data stay a dense 0/1 matrix; otherwise the observed cells are kept
+    row by row (CSR order) and missing cells cost nothing. ``dot(f1, f0)`` is
+    ``sum_j O_ij [y_ij f1_j + (1 - y_ij) f0_j]`` for item x node matrices (matrix
+    products, sparse below ``_SPARSE_BELOW`` observed); ``obs(F)`` is
+    ``sum_j O_ij F_j`` (a column sum for complete data); ``terms(theta, params)``
+    evaluates ``l, l', I, J`` at one ability per model.
+    """
+
+    def __init__(self, n_items: int, *, dense: np.ndarray | None = None,
+                 indptr: np.ndarray | None = None, cols: np.ndarray | None = None,
+                 y: np.ndarray | None = None):
+        self.n_items, self.dense = n_items, dense
+        if dense is not None:
+            self.n, self.complete = dense.shape[0], True
+        else:
+            self._cells = None if indptr is None else (indptr, cols, y)
+            self.n = -1 if indptr is None else indptr.size - 1
+            self.complete = False
+        self._mats: tuple | None = None
+        self._rows: np.ndarray | None = None
+
+    def _cell_arrays(self) -> tuple:
+        """``(indptr, cols, y)``, built from the dense matrices on first use."""
+        if self._cells is None:
+            R1, _, O = self._mats
+            rows, cols = np.nonzero(O)
+            indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(O, axis=1))])
+            self._cells = (indptr.astype(np.int64), cols, R1[rows, cols])
+        return self._cells
+
+    indptr = property(lambda self: self._cell_arrays()[0])
+    cols = property(lambda self: self._cell_arrays()[1])
+    y = property(lambda self: self._cell_arrays()[2])
+
+    @property
+    def rows(self) -> np.ndarray:
+        """The model of each observed cell."""
+        if self._rows is None:
+            self._rows = np.repeat(np.arange(self.n), np.diff(self.indptr))
+        return self._rows
+
+    @classmethod
+    def from_dense(cls, Y: np.ndarray, O: np.ndarray) -> "_Cells":
+        if O.all():
+            return cls(Y.shape[1], dense=np.asarray(Y, float))
+        if np.count_nonzero(O) >= _SPARSE_BELOW * O.size:
+            # dense products straight from the arrays; the cell list only if Newton needs it
+            cells = cls(Y.shape[1])
+            R1, Of = np.where(O, Y, 0.0), O.astype(float)
+            cells._mats, cells.n = (R1, Of - R1, Of), Y.shape[0]
+            return cells
+        rows, cols = np.nonzero(O)
+        indptr = np.concatenate([[0], np.cumsum(O.sum(axis=1))]).astype(np.int64)
+        return cls(Y.shape[1], indptr=indptr, cols=cols, y=np.asarray(Y, float)[rows, cols])
+
+    def take(self, idx: np.ndarray) -> "_Cells":
+        """The models ``idx`` (integer index), in that order."""
+        if self.dense is not None:
+            return _Cells(self.n_items, dense=self.dense[idx])
+        lengths = np.diff(self.indptr)[idx]
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        pos = np.repeat(self.indptr[idx] - indptr[:-1], lengths) + np.arange(indptr[-1])
+        sub = _Cells(self.n_items, indptr=indptr, cols=self.cols[pos], y=self.y[pos])
+        if self._mats is not None:          # rows of the matrices already built
+            sub._mats = tuple(m[idx] for m in self._mats)
+        return sub
+
+    def _matrices(self) -> tuple:
+        """``(R1, R0, O)``: ones, zeros and observed cells, sparse when few are observed."""
+        if self._mats is None:
+            if self.dense is not None:
+                self._mats = (self.dense, 1.0 - self.dense, None)
+                return self._mats
+            shape = (self.n, self.n_items)
+            y, cols, indptr = self.y, self.cols, self.indptr
+            if cols.size < _SPARSE_BELOW * self.n * self.n_items:
+                from scipy.sparse import csr_matrix
+
+                self._mats = tuple(csr_matrix((v, cols, indptr), shape=shape)
+                                   for v in (y, 1 - y, np.ones_like(y)))
+            else:
+                R1, O = np.zeros(shape), np.zeros(shape)
+                R1[self.rows, cols] = y
+                O[self.rows, cols] = 1.0
+                self._mats = (R1, O - R1, O)
+        return self._mats
+
+    def dot(self, f1: np.ndarray, f0: np.ndarray) -> np.ndarray:
+        R1, R0, _ = self._matrices()
+        return np.asarray(R1 @ f1) + np.asarray(R0 @ f0)
+
+    def obs(self, F: np.ndarray) -> np.ndarray:
+        if self.complete:
+            return np.broadcast_to(F.sum(axis=0), (self.n,) + F.shape[1:])
+        return np.asarray(self._matrices()[2] @ F)
+
+    def ones(self, v: np.ndarray) -> np.ndarray:
+        """``sum_j O_ij y_ij v_j`` per model."""
+        if self.dense is not None:
+            return self.dense @ v
+        if self._mats is not None and isinstance(self._mats[0], np.ndarray):
+            return self._mats[0] @ v
+        return np.bincount(self.rows, weights=self.y * v[self.cols], minlength=self.n)
+
+    def terms(self, theta: np.ndarray, params: ItemParameters, need: str = "lgij"
+              ) -> dict[str, np.ndarray]:
+        """Per-model ``l`` (log-likelihood), ``g`` (``l'``), ``i`` (``I``), ``j`` (``J``)
+        at one ability per model, over the observed cells only (keys in ``need``)."""
+        out = {k: np.zeros(self.n) for k in need}
+        for rows, y, j, th in self._blocks(theta):
+            a, c = params.a[j], params.c[j]
+            s = expit(a * (th - params.b[j]))
+            sq = s * (1 - s)
+            if not params.c.any():                  # Rasch, 2PL: P = s, P' = a s (1 - s)
+                P, d1, pq = s, a * sq, a
+            else:
+                d1 = (1 - c) * a * sq
+                P = np.clip(c + (1 - c) * s, 1e-300, 1 - 1e-16)
+                pq = d1 / (P * (1 - P))
+            parts = {"g": lambda: pq * (y - P), "i": lambda: pq * d1,
+                     "j": lambda: pq * d1 * a * (1 - 2 * s),
+                     "l": lambda: np.where(y > 0.5, np.log(np.clip(P, 1e-300, 1)),
+                                           np.log(np.clip(1 - P, 1e-300, 1)))}
+            for k in need:
+                out[k][rows] += self._rowsum(parts[k](), rows)
+        return out
+
+    def _blocks(self, theta: np.ndarray):
+        """(model index, responses, items, abilities) of blocks of about ``_CELLS`` cells."""
+        if self.dense is not None:
+            step = max(1, _CELLS // max(self.n_items, 1))
+            cols = np.arange(self.n_items)[None, :]
+            for lo in range(0, self.n, step):
+                sl = slice(lo, lo + step)
+                yield sl, self.dense[sl], cols, theta[sl, None]
+            return
+        cuts = np.unique(np.concatenate([np.searchsorted(self.indptr, np.arange(
+            0, self.cols.size, _CELLS)), [self.n]]))
+        for r0, r1 in zip(cuts[:-1], cuts[1:]):
+            sl = slice(self.indptr[r0], self.indptr[r1])
+            yield (slice(r0, r1), self.y[sl], self.cols[sl],
+                   theta[self.rows[sl]])
+
+    def _rowsum(self, w: np.ndarray, rows: slice) -> np.ndarray:
+        if w.ndim == 2:
+            return w.sum(axis=1)
+        local = self.rows[self.indptr[rows.start]:self.indptr[rows.stop]] - rows.start
+        return np.bincount(local, weights=w, minlength=rows.stop - rows.start)
 
 
-def _criterion(method: str, theta: np.ndarray, params, Y, O, mu: float, sd: float):
+def _curves(nodes: np.ndarray, params: ItemParameters):
+    """``P``, ``Q``, ``P'``, ``P''`` as item x node matrices (``P`` clipped for the logs)."""
+    P, d1, d2 = (m.T for m in icc_derivatives(nodes, params))
+    P = np.clip(P, 1e-300, 1 - 1e-16)
+    return P, 1 - P, d1, d2
+
+
+def _combine(method: str, theta, l, g, info, J, mu: float, sd: float):
     """Estimating function, the criterion used to choose among its roots, and the
     Fisher-scoring curvature (``I``, plus ``1/sd^2`` with a prior)."""
-    l, g, info, J = _loglik_terms(theta, params, Y, O)
     if method == "ml":
         return g, l, info
     if method == "wle":
         with np.errstate(divide="ignore", invalid="ignore"):
             return g + J / (2 * info), l + 0.5 * np.log(info), info
-    prior = -0.5 * ((theta - mu) / sd) ** 2
-    return g - (theta - mu) / sd ** 2, l + prior, info + 1 / sd ** 2
+    return (g - (theta - mu) / sd ** 2, l - 0.5 * ((theta - mu) / sd) ** 2,
+            None if info is None else info + 1 / sd ** 2)
 
 
-def _grid(lo: float, hi: float) -> np.ndarray:
-    """Nodes 0.5 apart on ``[lo, hi]``, then geometrically further out (up to +-64)."""
+def _grid(lo: float, hi: float, step: float = 0.5) -> np.ndarray:
+    """Nodes ``step`` apart on ``[lo, hi]``, then geometrically further out (up to +-64)."""
     far = 2.0 ** np.arange(0, 7)
-    return np.concatenate([lo - far[::-1], np.arange(lo, hi + 0.25, 0.5), hi + far])
+    return np.concatenate([lo - far[::-1], np.arange(lo, hi + step / 2, step), hi + far])
 
 
-def _solve(method: str, params: ItemParameters, Y: np.ndarray, O: np.ndarray, mu: float,
-           sd: float, lo: float, hi: float) -> np.ndarray:
-    """Root of the estimating function per model; +-inf when it keeps one sign (ML).
+def _hermite_root(x0, x1, g0, g1, d0, d1, start):
+    """Root in ``(x0, x1)`` of the cubic Hermite interpolant of values ``g`` and slopes
+    ``d`` at the ends (8 Newton steps on the cubic from ``start``; ``start`` where they
+    leave the bracket)."""
+    h = x1 - x0
+    t = (start - x0) / h
+    for _ in range(8):
+        t2, t3 = t * t, t * t * t
+        p = ((2 * t3 - 3 * t2 + 1) * g0 + (t3 - 2 * t2 + t) * h * d0
+             + (-2 * t3 + 3 * t2) * g1 + (t3 - t2) * h * d1)
+        dp = ((6 * t2 - 6 * t) * g0 + (3 * t2 - 4 * t + 1) * h * d0
+              + (-6 * t2 + 6 * t) * g1 + (3 * t2 - 2 * t) * h * d1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.clip(t - p / dp, 0.0, 1.0)
+    root = x0 + t * h
+    return np.where(np.isfinite(root) & (root > x0) & (root < x1), root, start)
 
-    The down-crossing (+ to -) with the largest criterion is bracketed on a grid,
-    then refined by Fisher scoring steps, bisecting whenever a step leaves the bracket.
+
+def _complete_logistic(cells: _Cells, params: ItemParameters, grid: np.ndarray,
+                       need_l: bool = True):
+    """``l, l', I, J`` of every model on the grid for complete Rasch/2PL responses.
+
+    They depend on a model's responses only through ``r = sum_j y_j a_j`` and ``s =
+    sum_j y_j a_j b_j``: ``l' = r - sum_j a_j P_j``, ``l = theta r - s - sum_j log(1 +
+    exp(a_j (theta - b_j)))``, and ``I``, ``J`` are the same for all, so the grid costs
+    items x nodes, not models x items x nodes. A model with every item right (wrong)
+    keeps ``l' > 0`` (``< 0``) exactly, as ``r - sum_j a_j P_j`` need not in floating
+    point far out.
     """
-    n = Y.shape[0]
-    grid = _grid(lo, hi)
-    G = np.empty((grid.size, n))
-    F = np.empty((grid.size, n))
-    for k, t in enumerate(grid):
-        G[k], F[k], _ = _criterion(method, np.full(n, t), params, Y, O, mu, sd)
-    down = (G[:-1] > 0) & (G[1:] < 0)        # strict: g underflows to 0 far out
-    score = np.where(down, np.maximum(F[:-1], F[1:]), -np.inf)
-    cell = np.argmax(score, axis=0)
-    found = down[cell, np.arange(n)]
+    a, b = params.a[:, None], params.b[:, None]
+    x = a * (grid[None, :] - b)
+    s = expit(x)
+    w = s * (1 - s)
+    r, sy = cells.ones(params.a), cells.ones(params.a * params.b)
+    g = r[:, None] - (a * s).sum(axis=0)[None, :]
+    right = cells.dense.sum(axis=1)
+    g[right == params.a.size] = (a * expit(-x)).sum(axis=0)       # sum_j a_j Q_j > 0
+    g[right == 0] = -(a * s).sum(axis=0)                           # -sum_j a_j P_j < 0
+    l = (r[:, None] * grid[None, :] - sy[:, None] - _softplus(x).sum(axis=0)[None, :]
+         if need_l else 0.0)
+    return l, g, (a * a * w).sum(axis=0)[None, :], (a ** 3 * w * (1 - 2 * s)).sum(axis=0)[None, :]
+
+
+def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: float,
+           lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+    """Root of the estimating function per model (+-inf when it keeps one sign: ML) and
+    the test information there (NaN where the root is infinite).
+
+    The estimating function and criterion of every model on a grid are matrix
+    products (responses x item curves at the nodes); the down-crossing (+ to -)
+    with the largest criterion is bracketed, then refined by Fisher scoring steps
+    on the observed cells, bisecting whenever a step leaves the bracket.
+    """
+    n = cells.n
+    # with no guessing ML's and MAP's estimating functions fall strictly: one crossing,
+    # no criterion needed to choose among several
+    single = method in ("ml", "map") and not params.c.any()
+    if cells.dense is not None and not params.c.any():
+        grid = _grid(lo, hi, 0.1)
+        l, g, info, J = _complete_logistic(cells, params, grid, need_l=not single)
+    else:
+        grid = _grid(lo, hi)
+        P, Q, d1, d2 = _curves(grid, params)
+        pq = d1 / (P * Q)
+        l = 0.0 if single else cells.dot(np.log(P), np.log(Q))
+        g = cells.dot(d1 / P, -d1 / Q)
+        info = J = None
+        if method == "wle":
+            info, J = cells.obs(pq * d1), cells.obs(pq * d2)
+    G, F, _ = _combine(method, grid[None, :], l, g, info, J, mu, sd)
+    G = G.T                                  # nodes x models
+    cols = np.arange(n)
+    if single:                               # falling: the crossing precedes the first g < 0
+        cell = np.clip(np.argmax(G < 0, axis=0) - 1, 0, grid.size - 2)
+        found = (G[cell, cols] > 0) & (G[cell + 1, cols] < 0)
+    else:
+        F = np.broadcast_to(F, G.T.shape).T
+        down = (G[:-1] > 0) & (G[1:] < 0)        # strict: g underflows to 0 far out
+        score = np.where(down, np.maximum(F[:-1], F[1:]), -np.inf)
+        cell = np.argmax(score, axis=0)
+        found = down[cell, cols]
     left, right = grid[cell].copy(), grid[cell + 1].copy()
-    theta = 0.5 * (left + right)
+    g0, g1 = G[cell, cols], G[cell + 1, cols]
+    with np.errstate(divide="ignore", invalid="ignore"):    # regula falsi start
+        theta = np.where(found, left + (right - left) * g0 / (g0 - g1), 0.5 * (left + right))
+    theta = np.where((theta > left) & (theta < right), theta, 0.5 * (left + right))
+    if info is not None and method in ("ml", "map"):
+        # complete Rasch/2PL: l'' = -I is known on the grid, so the root of the cubic
+        # Hermite interpolant of l' starts Fisher scoring ~h^4 from the root
+        slope = -(info[0] + (1 / sd ** 2 if method == "map" else 0.0))
+        theta = _hermite_root(left, right, g0, g1, slope[cell], slope[cell + 1], theta)
     active = found.copy()
-    bisect = np.zeros(n, bool)          # the last step did not halve the bracket: bisect
+    info = np.full(n, np.nan)           # I(theta) at the root, for the standard errors
+    last = right - left                 # previous step length (rtsafe's safeguard)
+    need = "gij" if method == "wle" else "gi"
     for _ in range(200):
         if not active.any():
             break
         idx = np.flatnonzero(active)
-        g, _, curv = _criterion(method, theta[idx], params, Y[idx], O[idx], mu, sd)
+        t = theta[idx]
+        T = cells.take(idx).terms(t, params, need)
+        g, _, curv = _combine(method, t, 0.0, T["g"], T["i"], T.get("j"), mu, sd)
         pos = g > 0
-        lft, rgt = np.where(pos, theta[idx], left[idx]), np.where(pos, right[idx], theta[idx])
+        lft, rgt = np.where(pos, t, left[idx]), np.where(pos, right[idx], t)
         with np.errstate(divide="ignore", invalid="ignore"):
-            step = theta[idx] + g / curv
-        inside = np.isfinite(step) & (step > lft) & (step < rgt) & ~bisect[idx]
-        new = np.where(inside, step, 0.5 * (lft + rgt))
-        done = (np.abs(new - theta[idx]) <= 1e-12 * (1 + np.abs(new))) | (rgt - lft <= 1e-12)
-        bisect[idx] = (rgt - lft) > 0.5 * (right[idx] - left[idx])
+            step = g / curv
+        new = t + step
+        small = np.abs(step) <= 1e-12 * (1 + np.abs(t))
+        # Newton step unless it leaves the bracket or does not halve the previous step
+        inside = small | ((new > lft) & (new < rgt) & (np.abs(step) <= 0.5 * last[idx]))
+        new = np.where(inside & np.isfinite(new), new, 0.5 * (lft + rgt))
+        done = small | (rgt - lft <= 1e-12)
+        info[idx] = T["i"]                  # at the last iterate: within 1e-12 of the root
+        last[idx] = np.abs(new - t)
         theta[idx], left[idx], right[idx] = new, lft, rgt
         active[idx[done]] = False
     if active.any():
@@ -173,12 +403,153 @@ def _solve(method: str, params: ItemParameters, Y: np.ndarray, O: np.ndarray, mu
                                f"{np.max(right[active] - left[active]):.2g})", solver="scoring",
                                status="max_iter")
     # no down-crossing: the estimating function keeps one sign on the grid
-    return np.where(found, theta, np.where(G[0] > 0, np.inf, -np.inf))
+    return np.where(found, theta, np.where(G[0] > 0, np.inf, -np.inf)), info
+
+
+def _softplus(x: np.ndarray) -> np.ndarray:
+    """``log(1 + exp(x))`` in place, as ``max(x, 0) + log(1 + exp(-|x|))`` (absolute
+    error below ``2e-16``; numpy's vectorised ``exp`` and ``log`` are several times
+    faster than ``logaddexp``)."""
+    pos = np.maximum(x, 0.0)
+    np.abs(x, out=x)
+    np.negative(x, out=x)
+    np.exp(x, out=x)
+    x += 1.0
+    np.log(x, out=x)
+    x += pos
+    return x
+
+
+class _LogLikGrid:
+    """Log-likelihoods of many models on node sets, as matrix products.
+
+    With no guessing (Rasch, 2PL) ``l_i(theta) = theta r_i - s_i - sum_j O_ij
+    log(1 + exp(a_j (theta - b_j)))`` with ``r_i = sum_j y_ij a_j`` and ``s_i = sum_j
+    y_ij a_j b_j``: one product with the observed mask (a column sum when nothing is
+    missing); with guessing, ``sum_j O_ij [y_ij log P_j + (1 - y_ij) log Q_j]``.
+    """
+
+    def __init__(self, cells: _Cells, params: ItemParameters):
+        self.cells, self.params = cells, params
+        self.logistic = bool(np.all(params.c == 0))
+        if not cells.complete:
+            cells._matrices()               # once: every group of models takes its rows
+        if self.logistic:
+            self.r = cells.ones(params.a)
+            self.s = cells.ones(params.a * params.b)
+
+    def items(self, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The item x node matrices the products need (computed once per node set)."""
+        p = self.params
+        if self.logistic:
+            return (_softplus(p.a[:, None] * (nodes[None, :] - p.b[:, None])),)
+        P, Q, _, _ = _curves(nodes, p)
+        return np.log(P), np.log(Q)
+
+    def __call__(self, idx: np.ndarray, nodes: np.ndarray, mats: tuple) -> np.ndarray:
+        if self.cells.complete:
+            if self.logistic:
+                rest = mats[0].sum(axis=0)[None, :]
+                return self.r[idx, None] * nodes[None, :] - self.s[idx, None] - rest
+            return self.cells.take(idx).dot(mats[0], mats[1])
+        R1, R0, O = self.cells._matrices()
+        if self.logistic:
+            rest = np.asarray(O[idx] @ mats[0])
+            return self.r[idx, None] * nodes[None, :] - self.s[idx, None] - rest
+        return np.asarray(R1[idx] @ mats[0]) + np.asarray(R0[idx] @ mats[1])
+
+
+def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Posterior means and sds on fixed grids, refined per model where one is too coarse.
+
+    Every model starts on ``n_nodes`` equally spaced nodes on ``mu +- 6 sd`` (spacing
+    ``h``). A model's grid result is accepted when its posterior sd is at least
+    ``_RATIO h`` and its mean lies ``_TAIL`` posterior sds inside the grid: for a normal
+    posterior the trapezoid rule's relative error is then below ``2 exp(-2 pi^2
+    _RATIO^2) = 9e-13`` (Poisson summation) and the mass cut off below ``1e-15``.
+    The others move, in groups of neighbouring models, to a grid ``1.5^k`` times finer
+    (``h <= sd_hat / 1.5``, ``sd_hat`` from the log-posterior's curvature at its
+    best node) on a window of ``+-((_TAIL + 1) sd_hat + h)`` around it, and are
+    checked again.
+    """
+    n = cells.n
+    loglik = _LogLikGrid(cells, params)
+    lo = mu - 6 * sd
+    h0 = 12 * sd / (n_nodes - 1)
+    mean, psd = np.full(n, np.nan), np.full(n, np.nan)
+    level = np.zeros(n, np.int64)
+    first, last = np.zeros(n, np.int64), np.full(n, n_nodes - 1, np.int64)
+    pending = np.arange(n)
+    for _ in range(60):
+        if pending.size == 0:
+            return mean, psd
+        retry = []
+        for lev in np.unique(level[pending]):
+            members = pending[level[pending] == lev]
+            members = members[np.argsort(first[members], kind="stable")]
+            h = h0 / _FINER ** lev
+            a, b = first[members].min(), last[members].max()
+            chunks = _chunks(members, first, last)
+            # item curves on the union of the windows once, unless the chunks cover less
+            spans = sum(int(last[c].max() - first[c].min()) + 1 for c in chunks)
+            shared = (b - a + 1) * params.a.size <= _CELLS and b - a + 1 <= spans
+            mats_all = loglik.items(lo + h * np.arange(a, b + 1)) if shared else None
+            for chunk in chunks:
+                c0, c1 = first[chunk].min(), last[chunk].max()
+                nodes = lo + h * np.arange(c0, c1 + 1)
+                mats = (tuple(m[:, c0 - a:c1 - a + 1] for m in mats_all) if shared
+                        else loglik.items(nodes))
+                L = loglik(chunk, nodes, mats) - 0.5 * ((nodes[None, :] - mu) / sd) ** 2
+                k = np.argmax(L, axis=1)
+                w = np.exp(L - L[np.arange(chunk.size), k][:, None])
+                w /= w.sum(axis=1, keepdims=True)
+                m = w @ nodes
+                s = np.sqrt(np.maximum(w @ nodes ** 2 - m ** 2, 0.0))
+                resolved = s >= _RATIO * h
+                inside = (m - _TAIL * s >= nodes[0]) & (m + _TAIL * s <= nodes[-1])
+                ok = resolved & inside
+                mean[chunk[ok]], psd[chunk[ok]] = m[ok], s[ok]
+                bad = ~ok
+                if not bad.any():
+                    continue
+                kk = np.clip(k, 1, nodes.size - 2)
+                rows = np.arange(chunk.size)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    curv = -(L[rows, kk + 1] - 2 * L[rows, kk] + L[rows, kk - 1]) / h ** 2
+                s_hat = np.where(resolved, s, np.where(curv > 0, 1 / np.sqrt(curv), h / 4))
+                s_hat = np.minimum(s_hat, np.where(resolved, s_hat, 0.5 * h))
+                centre = np.where(resolved, m, nodes[k])
+                half = (_TAIL + 1) * s_hat + h
+                # a resolved posterior that did not fit: at least double the window
+                half = np.where(resolved, np.maximum(half, (last[chunk] - first[chunk] + 1) * h),
+                                half)
+                new = np.maximum(lev, np.ceil(np.log(1.5 * h0 / s_hat) / np.log(_FINER))
+                                 ).astype(np.int64)
+                hn = h0 / _FINER ** new
+                idx = chunk[bad]
+                level[idx] = new[bad]
+                first[idx] = np.floor((centre[bad] - half[bad] - lo) / hn[bad]).astype(np.int64)
+                last[idx] = np.ceil((centre[bad] + half[bad] - lo) / hn[bad]).astype(np.int64)
+                retry.append(idx)
+        pending = np.concatenate(retry) if retry else np.array([], np.int64)
+    raise ConvergenceError(f"eap scoring: {pending.size} posteriors not resolved by grids "
+                           f"down to spacing {h0 / _FINER ** level[pending].max():.2g}",
+                           solver="scoring", status="max_iter")
+
+
+def _chunks(members: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np.ndarray]:
+    """Neighbouring models (sorted by window start) in groups whose joint window stays
+    within about one and a half of their own windows."""
+    width = max((int(np.max(last[members] - first[members])) + 1) // 2, 32)
+    group = (first[members] - first[members[0]]) // width
+    cuts = np.flatnonzero(np.diff(group)) + 1
+    return [c for part in np.split(members, cuts) for c in np.array_split(
+        part, -(-part.size // 1024))]
 
 
 def score_abilities(params: ItemParameters, Y: np.ndarray, observed: np.ndarray, *,
                     method: str = "wle", prior: tuple[float, float] = (0.0, 1.0),
-                    n_quad: int = 41) -> tuple[np.ndarray, np.ndarray]:
+                    n_quad: int = 121) -> tuple[np.ndarray, np.ndarray]:
     """Abilities and SEs of the rows of ``Y`` (0/1, ``observed`` mask) given ``params``.
 
     The array-level routine behind :func:`score_models`; items whose
@@ -197,42 +568,43 @@ def score_abilities(params: ItemParameters, Y: np.ndarray, observed: np.ndarray,
     >>> np.allclose(theta[0], theta[2]), bool(theta[1] > theta[0])  # Rasch: by raw score
     (True, True)
     """
+    usable = params.usable
+    if not usable.all():
+        params, Y, observed = params.take(usable), Y[:, usable], observed[:, usable]
+    return score_cells(params, _Cells.from_dense(Y, observed), method=method, prior=prior,
+                       n_quad=n_quad)
+
+
+def score_cells(params: ItemParameters, cells: _Cells, *, method: str = "wle",
+                prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 121
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`score_abilities` on observed cells (``params`` all usable)."""
     if method not in SCORING_METHODS:
         raise InputError(f"method must be one of {SCORING_METHODS}, got {method!r}")
     mu, sd = float(prior[0]), float(prior[1])
     if not (np.isfinite(mu) and np.isfinite(sd) and sd > 0):
         raise InputError(f"prior must be (mean, sd) with finite mean and sd > 0, got {prior}")
-    p = params.take(params.usable)
-    Y, O = Y[:, params.usable], observed[:, params.usable].astype(float)
-    if p.a.size == 0:
+    if params.a.size == 0:
         raise InputError("no usable item parameters to score against")
-    b = np.clip(p.b, -20, 20)
+    if int(n_quad) < 3:
+        raise InputError(f"n_quad must be at least 3, got {n_quad}")
+    b = np.clip(params.b, -20, 20)
     lo, hi = min(b.min(), mu - 6 * sd) - 6.0, max(b.max(), mu + 6 * sd) + 6.0
-    theta = _solve("map" if method == "eap" else method, p, Y, O, mu, sd, lo, hi)
-    _, _, info, _ = _loglik_terms(np.nan_to_num(theta, posinf=hi, neginf=lo), p, Y, O)
+    if method == "eap":
+        return _eap(params, cells, mu, sd, int(n_quad))
+    theta, info = _solve(method, params, cells, mu, sd, lo, hi)
+    if np.isnan(info).any():                # ML at +-inf: I there (0 or tiny)
+        far = np.flatnonzero(np.isnan(info))
+        info[far] = cells.take(far).terms(np.clip(theta[far], lo, hi), params, "i")["i"]
     if method in ("ml", "wle"):
         with np.errstate(divide="ignore"):
             se = np.where(np.isfinite(theta), 1 / np.sqrt(info), np.inf)
         return theta, se
-    se = 1 / np.sqrt(info + 1 / sd ** 2)
-    if method == "map":
-        return theta, se
-    z, w = hermegauss(n_quad)
-    nodes = theta[:, None] + se[:, None] * z[None, :]          # N x Q
-    logpost = np.empty_like(nodes)
-    for q in range(n_quad):
-        l, _, _, _ = _loglik_terms(nodes[:, q], p, Y, O)
-        logpost[:, q] = l - 0.5 * ((nodes[:, q] - mu) / sd) ** 2 + 0.5 * z[q] ** 2
-    logpost += np.log(w)[None, :]
-    post = np.exp(logpost - logpost.max(axis=1, keepdims=True))
-    post /= post.sum(axis=1, keepdims=True)
-    eap = np.sum(post * nodes, axis=1)
-    psd = np.sqrt(np.maximum(np.sum(post * (nodes - eap[:, None]) ** 2, axis=1), 0))
-    return eap, psd
+    return theta, 1 / np.sqrt(info + 1 / sd ** 2)
 
 
 def score_models(estimator: Any, Y_new: Any, method: str = "wle", *,
-                 prior: tuple[float, float] | None = None, n_quad: int = 41) -> ScoreResult:
+                 prior: tuple[float, float] | None = None, n_quad: int = 121) -> ScoreResult:
     """Place new models on a fitted estimator's frozen item scale.
 
     Parameters
@@ -246,7 +618,7 @@ def score_models(estimator: Any, Y_new: Any, method: str = "wle", *,
     prior : (mean, sd), optional
         Ability prior of ``map``/``eap``; default :func:`~.information.ability_prior`.
     n_quad : int
-        Adaptive Gauss-Hermite nodes of ``eap``.
+        Nodes of ``eap``'s fixed grid (refined per model where too coarse).
 
     Returns
     -------
@@ -267,7 +639,7 @@ def score_models(estimator: Any, Y_new: Any, method: str = "wle", *,
 
 
 def score_responses(params: ItemParameters, Y_new: Any, method: str = "wle", *,
-                    prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 41) -> ScoreResult:
+                    prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 121) -> ScoreResult:
     """:func:`score_models` from item parameters (e.g. :func:`evalcert.io.irt_tables.read_item_table`).
 
     Examples

@@ -53,8 +53,8 @@ from scipy.special import expit
 from evalcert.errors import InputError
 from evalcert.irt.base import IRTEstimator
 from evalcert.irt.data import ResponseData, finite_items
-from evalcert.irt.estimation.mml_direct import (SLOPE_PRIOR, MarginalData, diverging_slopes,
-                                           maximise, slope_prior_terms)
+from evalcert.irt.estimation.mml_direct import (SLOPE_PRIOR, MarginalData, check_slopes,
+                                                maximise, slope_prior_terms)
 
 __all__ = ["ThreePL"]
 
@@ -195,8 +195,9 @@ class ThreePL(IRTEstimator):
         out = maximise(lambda x: self._objective(x, md, m), np.concatenate(x0), tol=self.tol,
                        max_iter=self.max_iter, what="3pl mml", verbose=self.verbose,
                        max_se_params=self.max_se_params if self.standard_errors else -1,
-                       diagnose=lambda x: None if self.slope_prior else diverging_slopes(
-                           x[:m], sub.item_names, limit=2 / (md.z[1] - md.z[0])))
+                       check=None if self.slope_prior else lambda x: check_slopes(
+                           x[:m], x[m:2 * m], what="3pl mml", item_names=tuple(sub.item_names),
+                           limit=2 / (md.z[1] - md.z[0]), solver="L-BFGS-B"))
         x = out["x"]
         self._objective(x, md, m)
         loglik, post, _ = self._last

@@ -291,6 +291,29 @@ def test_real_chembench_slice_with_progress(tmp_path, capsys):
         assert _run(["irt", "fit", small, "--method", "mml", "--progress"], capsys)[0] == 0
 
 
+def test_cat_verb_replays_held_out_models_and_a_fitted_bank(tmp_path, capsys):
+    path = tmp_path / "many.csv"
+    _frame(n=80, m=60, seed=3, slopes=True).to_csv(path)
+    code, text, _ = _run(["irt", "cat", path, "--model", "2pl", "--max-items", "10",
+                          "--holdout", "0.25", "--json", tmp_path / "cat.json"], capsys)
+    assert code == 0 and "MAE adaptive" in text, text
+    out = json.loads((tmp_path / "cat.json").read_text())
+    assert len(out["models"]) == 20 and out["curve"][-1]["n_items"] == 10
+    assert set(out["models"][0]) == {"model", "items_used", "theta", "se",
+                                     "predicted_accuracy", "actual_accuracy"}
+    folder = tmp_path / "fit"
+    assert _run(["irt", "fit", path, "--model", "2pl", "--out-dir", folder], capsys)[0] == 0
+    code, text, _ = _run(["irt", "cat", path, "--items", folder / "items.csv", "--max-items",
+                          "30", "--se-stop", "0.5", "--selection", "kl", "--update", "map"],
+                         capsys)
+    assert code == 0 and "80 models" in text and "se stop 0.5" in text
+    _refused(["irt", "cat", path, "--items", folder / "items.csv", "--holdout", "0.2"], capsys,
+             "--holdout")
+    _refused(["irt", "cat", path, "--model", "factor"], capsys, "item curves")
+    _refused(["irt", "cat", path, "--max-exposure", "0"], capsys, "(0, 1]")
+    _refused(["irt", "cat", path, "--prior-sd", "2"], capsys, "--items")
+
+
 def test_items_only_header_lsat_layout_is_detected_and_said(tmp_path, capsys):
     # issue 21: LSAT6/LSAT7 as usually distributed (a header of items, no model-name
     # column) were refused with a message blaming a missing header row
@@ -322,3 +345,13 @@ def test_items_only_header_lsat_layout_is_detected_and_said(tmp_path, capsys):
     two.write_text("i1,i2,i3\n1,0,1\n0,1,1\n")  # --no-names can say it
     assert main(["irt", "fit", str(two), "--method", "map", "--no-names"]) == 0
     assert "row1..rowN" in capsys.readouterr().err
+@pytest.mark.parametrize("model", ["4pl", "3plu"])
+def test_4pl_and_3plu_through_the_cli(model, wide, tmp_path, capsys):
+    code, text, _ = _run(["irt", "fit", wide, "--model", model, "--no-se",
+                          "--out-dir", tmp_path / model], capsys)
+    assert code == 0 and model in text
+    items = pd.read_csv(tmp_path / model / "items.csv")
+    kept = ~items["excluded"]
+    assert np.all((items["upper"][kept] > items["guessing"][kept])
+                  & (items["upper"][kept] < 1))
+    assert np.all(items["guessing"][kept] == 0) == (model == "3plu")

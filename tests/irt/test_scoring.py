@@ -190,3 +190,87 @@ def test_estimator_score_refuses_models_without_binary_item_curves():
         Rasch().score(Y[:2])
     with pytest.raises(InputError, match="method must be one of"):
         Rasch(method="mml").fit(Y).score(Y[:2], method="mle")
+
+
+def _log_posterior(p: ItemParameters, y: np.ndarray, o: np.ndarray, mu: float, sd: float,
+                   grid: np.ndarray) -> np.ndarray:
+    j = np.flatnonzero(o)
+    P = p.c[j] + (1 - p.c[j]) / (1 + np.exp(-p.a[j] * (grid[:, None] - p.b[j])))
+    P = np.clip(P, 1e-300, 1 - 1e-16)
+    ll = np.sum(np.where(y[j] > 0.5, np.log(P), np.log1p(-P)), axis=1)
+    return ll - 0.5 * ((grid - mu) / sd) ** 2
+
+
+def _brute_force(p: ItemParameters, y: np.ndarray, o: np.ndarray, mu: float, sd: float):
+    """One model by brute force: posterior mean, sd and mode on 1,201 nodes over +-12 prior
+    sds, then on 2,401 nodes over +-12 posterior sds (returns the spacing too)."""
+    grid = np.linspace(mu - 12 * sd, mu + 12 * sd, 1201)
+    for _ in range(2):
+        lp = _log_posterior(p, y, o, mu, sd, grid)
+        w = np.exp(lp - lp.max())
+        w /= w.sum()
+        m = w @ grid
+        s = np.sqrt(w @ (grid - m) ** 2)
+        top, h = grid[np.argmax(lp)], grid[1] - grid[0]
+        grid = np.linspace(m - 12 * max(s, h), m + 12 * max(s, h), 2401)
+    return m, s, top, h
+
+
+@pytest.mark.parametrize("n_items,missing,guessing", [
+    (40, 0.0, False), (3000, 0.9, False), (600, 0.5, True),
+    pytest.param(1500, 0.0, False, marks=pytest.mark.slow),
+    pytest.param(1500, 0.3, False, marks=pytest.mark.slow)])
+def test_fixed_grid_eap_matches_brute_force_where_posteriors_are_narrow(n_items, missing,
+                                                                      guessing):
+    """The fixed grid is refined per model where its spacing is too coarse (thousands of
+    items: posterior sd ~0.03); complete, dense-with-missing and sparse cells alike."""
+    rng = np.random.default_rng(n_items + int(10 * missing))
+    p = _items(n_items, n=n_items, guessing=guessing)
+    theta = np.concatenate([rng.normal(size=6), [-4.0, 4.5]])
+    P = p.c + (1 - p.c) / (1 + np.exp(-p.a * (theta[:, None] - p.b)))
+    Y = (rng.random(P.shape) < P).astype(float)
+    O = rng.random(P.shape) >= missing
+    Y[0], O[0] = 1.0, True                               # all correct
+    mu, sd = 0.2, 1.3
+    eap, psd = score_abilities(p, Y, O, method="eap", prior=(mu, sd))
+    mode, _ = score_abilities(p, Y, O, method="map", prior=(mu, sd))
+    for i in range(Y.shape[0]):
+        m, s, top, h = _brute_force(p, Y[i], O[i], mu, sd)
+        assert eap[i] == pytest.approx(m, abs=1e-6 * s)
+        assert psd[i] == pytest.approx(s, rel=1e-5)
+        assert abs(mode[i] - top) <= h
+
+
+def test_scores_are_stable_under_perturbed_items():
+    """A 1e-9 change to the item parameters moves no score by more than ~1e-7."""
+    rng = np.random.default_rng(3)
+    p = _items(5, n=500)
+    Y = (rng.random((30, 500)) < 0.6).astype(float)
+    O = rng.random((30, 500)) < 0.7
+    q = ItemParameters(p.a * (1 + 1e-9 * rng.normal(size=500)), p.b + 1e-9 * rng.normal(size=500),
+                       p.c, p.item_names, p.model)
+    for method in ("ml", "wle", "map", "eap"):
+        t1, s1 = score_abilities(p, Y, O, method=method)
+        t2, s2 = score_abilities(q, Y, O, method=method)
+        np.testing.assert_allclose(t1, t2, atol=1e-7)
+        np.testing.assert_allclose(s1, s2, rtol=1e-6)
+
+
+def test_sparse_and_dense_cells_give_the_same_scores():
+    """Below a quarter observed the responses stay a sparse matrix: same numbers."""
+    from evalcert.irt import scoring
+
+    rng = np.random.default_rng(4)
+    p = _items(6, n=300, guessing=True)
+    Y = (rng.random((40, 300)) < 0.5).astype(float)
+    O = rng.random((40, 300)) < 0.2
+    for method in ("wle", "map", "eap"):
+        sparse = score_abilities(p, Y, O, method=method)
+        old = scoring._SPARSE_BELOW
+        scoring._SPARSE_BELOW = 0.0
+        try:
+            dense = score_abilities(p, Y, O, method=method)
+        finally:
+            scoring._SPARSE_BELOW = old
+        np.testing.assert_allclose(sparse[0], dense[0], atol=1e-9)
+        np.testing.assert_allclose(sparse[1], dense[1], rtol=1e-8)

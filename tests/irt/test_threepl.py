@@ -188,3 +188,20 @@ def test_models_below_the_floor_are_named():
     below = int(np.sum(Y.mean(1) < 0.25))                     # model7 and a few by chance
     assert len(note) == 1 and note[0].startswith(f"{below} models")
     assert "e.g. model7 (0.0833)" in note[0]
+
+
+@pytest.mark.parametrize("guessing", [0.0, 0.25, None])
+def test_pure_ml_runaway_slope_is_named_while_iterating_not_after(guessing):
+    # the shared check (marginal.check_slopes, also the 2PL EM's) runs on every L-BFGS
+    # iterate: the fit stops once item0's slope passes the grid's limit (10 on 61 nodes);
+    # before, L-BFGS ran on (ChemBench: 2,000 steps, 90 s) to a_0 ~ 120 and was judged after
+    seen = []
+
+    class Watched(ThreePL):
+        def _objective(self, x, md, n_items):
+            seen.append(float(np.abs(x[:n_items]).max()))
+            return super()._objective(x, md, n_items)
+
+    with pytest.raises(ConvergenceError, match="slope MLE does not exist for 1 item: item0"):
+        Watched(guessing=guessing, slope_prior=0).fit(_guttman(60, 20, seed=0))
+    assert max(seen) < 30 and len(seen) < 300

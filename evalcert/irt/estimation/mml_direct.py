@@ -37,7 +37,7 @@ from evalcert.errors import ConvergenceError, InputError
 from evalcert.progress import progress_bar
 
 __all__ = ["grid", "MarginalData", "maximise", "SLOPE_PRIOR", "slope_prior_terms",
-           "diverging_slopes"]
+           "diverging_slopes", "check_slopes", "observed_covariance"]
 
 #: default precision of the log-normal slope prior ``log a ~ N(0, 1/4)`` (sd 0.5)
 SLOPE_PRIOR = 4.0
@@ -103,6 +103,44 @@ def diverging_slopes(a: np.ndarray, item_names: tuple[str, ...], *, limit: float
             "n_quad if such steep slopes are real)")
 
 
+def check_slopes(a: np.ndarray, d: np.ndarray, *, what: str,
+                 item_names: tuple[str, ...] | None, limit: float, solver: str,
+                 pure_ml: bool = True) -> None:
+    """Stop a fit at once, with the reason, when pure-ML slopes run away or values turn non-finite.
+
+    Called on every iterate of every marginal fit (the 2PL's EM steps in
+    :mod:`~.mml`, the L-BFGS iterates of :func:`maximise` for the 3PL and the
+    GRM), so a slope whose MLE does not exist is named as soon as it passes
+    ``limit`` instead of after the iteration budget. ``pure_ml=False`` (a slope
+    prior, or one common slope) checks finiteness only.
+
+    Raises
+    ------
+    ConvergenceError
+        status ``"diverged"``, the message from :func:`diverging_slopes`.
+
+    Examples
+    --------
+    >>> check_slopes(np.array([1.0, 2.0]), np.zeros(2), what="demo", item_names=None,
+    ...              limit=10.0, solver="em")
+    >>> try:
+    ...     check_slopes(np.array([1.0, 12.0]), np.zeros(2), what="demo", item_names=None,
+    ...                  limit=10.0, solver="em")
+    ... except ConvergenceError as exc:
+    ...     print(str(exc)[:60])
+    demo: the slope MLE does not exist for 1 item: item 1 (|a| = 
+    """
+    why = None
+    if pure_ml and np.any(np.abs(a) > limit):            # name the items only when needed
+        names = item_names if item_names is not None else tuple(f"item {j}"
+                                                                for j in range(a.size))
+        why = diverging_slopes(a, names, limit=limit)
+    if why is None and not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))):
+        why = "the item parameters became non-finite"
+    if why is not None:
+        raise ConvergenceError(f"{what}: {why}", solver=solver, status="diverged")
+
+
 def grid(n_quad: int) -> tuple[np.ndarray, np.ndarray]:
     """Nodes on ``[-6, 6]`` and log weights of ``N(0, 1)`` (normalised to sum to 1).
 
@@ -164,25 +202,57 @@ class MarginalData:
         return eap, np.sqrt(np.maximum(post @ self.z ** 2 - eap ** 2, 0.0))
 
 
+def observed_covariance(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x: np.ndarray,
+                        g: np.ndarray, max_se_params: int) -> tuple[np.ndarray | None, float]:
+    """Inverse of the central-difference Hessian of ``fun`` (a negated log-likelihood) at ``x``.
+
+    ``g`` is the gradient at ``x``. Returns the covariance (None above
+    ``max_se_params`` parameters or for a singular Hessian) and the
+    stationarity ``max |g_k| / sqrt(H_kk)`` (NaN without a positive diagonal).
+
+    Examples
+    --------
+    >>> fun = lambda x: (float(np.sum((x - 1.0) ** 2)), 2.0 * (x - 1.0))
+    >>> cov, stat = observed_covariance(fun, np.ones(2), np.zeros(2), 400)
+    >>> cov.round(6).tolist(), stat
+    ([[0.5, 0.0], [0.0, 0.5]], 0.0)
+    """
+    if x.size > max_se_params:
+        return None, float("nan")
+    H = np.empty((x.size, x.size))
+    for k in range(x.size):
+        h = 1e-5 * max(1.0, abs(x[k]))
+        step = np.zeros_like(x)
+        step[k] = h
+        H[:, k] = (fun(x + step)[1] - fun(x - step)[1]) / (2 * h)
+    H = 0.5 * (H + H.T)
+    diag = np.diag(H)
+    stat = float(np.max(np.abs(g) / np.sqrt(diag))) if np.all(diag > 0) else float("nan")
+    try:
+        return np.linalg.inv(H), stat
+    except np.linalg.LinAlgError:
+        return None, stat
+
+
 def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
              tol: float, max_iter: int, what: str, max_se_params: int = 400,
              verbose: bool = False,
-             diagnose: Callable[[np.ndarray], str | None] | None = None) -> dict:
+             check: Callable[[np.ndarray], None] | None = None) -> dict:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS; certify and estimate the covariance.
 
     Returns ``x``, ``n_iter``, ``gradient`` (max abs at ``x``), ``cov`` (inverse
     of the central-difference Hessian, or None above ``max_se_params``) and
     ``stationarity`` (max ``|g| / sqrt(H_kk)``, NaN without a Hessian).
-    ``diagnose(x)``, if given, says why a point is no acceptable optimum (e.g.
-    :func:`diverging_slopes`: L-BFGS also stops "converged" where a runaway
-    slope has flattened the gradient): its text, at the last point, replaces
-    the generic advice of a failure and turns a success into a failure.
+    ``check(x)``, if given, runs on every iterate and raises when the point
+    shows that no acceptable optimum exists (e.g. :func:`check_slopes`: a
+    runaway pure-ML slope; L-BFGS would otherwise crawl after it for the whole
+    budget, or stop "converged" where it has flattened the gradient).
 
     Raises
     ------
     ConvergenceError
         The iteration budget ran out, the final gradient exceeds ``1e3 tol``, or
-        ``diagnose`` found a reason (status ``"diverged"``).
+        or whatever ``check`` raises.
 
     Examples
     --------
@@ -195,35 +265,25 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
     from scipy.optimize import minimize
 
     bar = progress_bar(verbose, max_iter, what, leave=True)
-    res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=lambda *_: bar.update(1),
-                   options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
-                            "ftol": 1e-15, "maxcor": 30})
-    bar.close()
+
+    def each_iterate(xk: np.ndarray) -> None:
+        bar.update(1)
+        if check is not None:
+            check(xk)
+
+    try:
+        res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=each_iterate,
+                       options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
+                                "ftol": 1e-15, "maxcor": 30})
+    finally:
+        bar.close()
     value, g = fun(res.x)
     grad = float(np.max(np.abs(g))) if g.size else 0.0
-    why = diagnose(res.x) if diagnose is not None else None
-    if why and not (res.nit >= max_iter or grad > 1e3 * tol):
-        raise ConvergenceError(f"{what}: {why}", solver="L-BFGS-B", status="diverged")
     if res.nit >= max_iter or grad > 1e3 * tol:
         raise ConvergenceError(f"{what}: L-BFGS stopped after {res.nit} iterations "
                                f"({res.message}) with max |gradient| {grad:.3g} > tol {tol:g}; "
-                               + (why or "raise max_iter, loosen tol or strengthen the priors"),
+                               "raise max_iter, loosen tol or strengthen the priors",
                                solver="L-BFGS-B", status=str(res.message))
-    cov, stat = None, float("nan")
-    if res.x.size <= max_se_params:
-        H = np.empty((res.x.size, res.x.size))
-        for k in range(res.x.size):
-            h = 1e-5 * max(1.0, abs(res.x[k]))
-            step = np.zeros_like(res.x)
-            step[k] = h
-            H[:, k] = (fun(res.x + step)[1] - fun(res.x - step)[1]) / (2 * h)
-        H = 0.5 * (H + H.T)
-        diag = np.diag(H)
-        if np.all(diag > 0):
-            stat = float(np.max(np.abs(g) / np.sqrt(diag)))
-        try:
-            cov = np.linalg.inv(H)
-        except np.linalg.LinAlgError:
-            cov = None
+    cov, stat = observed_covariance(fun, res.x, g, max_se_params)
     return {"x": res.x, "n_iter": int(res.nit), "value": float(value), "gradient": grad,
             "cov": cov, "stationarity": stat}

@@ -58,7 +58,7 @@ import numpy as np
 from evalcert.errors import ConvergenceError, InputError
 from evalcert.irt.estimation.anderson import Anderson
 from evalcert.irt.estimation.louis import observed_information
-from evalcert.irt.estimation.mml_direct import diverging_slopes
+from evalcert.irt.estimation.mml_direct import check_slopes
 from evalcert.irt.estimation.mml_estep import _AdaptiveEStep, _CompleteEStep
 from evalcert.progress import progress_bar
 
@@ -173,7 +173,8 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
     while True:
         a1, d1, mu1, sd1, s, obj = em(a, d, mu, sd, fresh=not last_change < STALE_CURVATURE)
         n_iter += 1
-        _check_slopes(a1, d1, what, item_names, pure_ml=slope_prec == 0 and not common_slope)
+        check_slopes(a1, d1, what=what, item_names=item_names, limit=SLOPE_LIMIT, solver="em",
+                     pure_ml=slope_prec == 0 and not common_slope)
         change = max(np.max(np.abs(d1 - d)), np.max(np.abs(a1 - a)))
         bar.update(1)
         bar.set_postfix_str(f"change {change:.2g}")
@@ -215,19 +216,6 @@ def mml_em(Y: np.ndarray, observed: np.ndarray, *, common_slope: bool, n_quad: i
             "cov_ad": info["cov_ad"], "se_full": info["full"], "cov_d": info.get("cov_d"),
             "eap": eap, "psd": psd, "loglik": s["loglik"], "n_iter": n_iter,
             "quadrature": estep.describe()}
-
-
-def _check_slopes(a: np.ndarray, d: np.ndarray, what: str, item_names, *, pure_ml: bool) -> None:
-    """Stop EM early, with the reason, when pure-ML slopes run away or values turn non-finite."""
-    why = None
-    if pure_ml and np.any(np.abs(a) > SLOPE_LIMIT):    # name the items only when needed
-        names = item_names if item_names is not None else tuple(f"item {j}"
-                                                                for j in range(a.size))
-        why = diverging_slopes(a, names, limit=SLOPE_LIMIT)
-    if why is None and not (np.all(np.isfinite(a)) and np.all(np.isfinite(d))):
-        why = "the item parameters became non-finite"
-    if why is not None:
-        raise ConvergenceError(f"{what}: {why}", solver="em", status="diverged")
 
 
 def auto_n_quad(observed: np.ndarray) -> int:

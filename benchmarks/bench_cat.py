@@ -1,0 +1,78 @@
+"""Adaptive testing vs random items and static anchors on a simulated 2PL bank (a script).
+
+Issue 26's criterion: 400 models x 3,000 items (slopes lognormal(0, 0.5),
+difficulties and abilities N(0, 1)); a 2PL is fitted by marginal ML on 320
+models, and the other 80 are tested on 50 items each. Printed: the mean
+absolute error of each held-out model's predicted full-bank accuracy after
+``n`` items, by adaptive selection (each ``--selection``), by ``n`` random
+items and by ``n`` static information anchors (the same EAP posterior
+prediction for all three), the ratio adaptive / random at 50 items (issue 26
+asks for <= 0.9), wall and CPU seconds of the fit and of each replay, and peak
+RSS::
+
+    python benchmarks/bench_cat.py [--models 400] [--items 3000] [--max-items 50]
+        [--selection mfi kl astrat random] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from evalcert.results import format_table  # noqa: E402
+from evalcert.irt import TwoPL  # noqa: E402
+from evalcert.irt.cat import simulate_cat  # noqa: E402
+from evalcert.irt.information import item_parameters  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=400)
+    parser.add_argument("--items", type=int, default=3000)
+    parser.add_argument("--max-items", type=int, default=50)
+    parser.add_argument("--selection", nargs="+", default=["mfi", "kl", "astrat"])
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    a, b = rng.lognormal(0, 0.5, args.items), rng.normal(size=args.items)
+    theta = rng.normal(size=args.models)
+    P = 1 / (1 + np.exp(-a * (theta[:, None] - b)))
+    Y = (rng.random(P.shape) < P).astype(float)
+    test = np.zeros(args.models, bool)
+    test[rng.choice(args.models, int(round(0.2 * args.models)), replace=False)] = True
+    t0, c0 = time.perf_counter(), time.process_time()
+    fit = TwoPL(method="mml", standard_errors=False).fit(Y[~test])
+    fit_wall, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(f"2PL fit on {int((~test).sum())} x {args.items}: {fit_wall:.1f} s "
+          f"(CPU {fit_cpu:.1f} s); corr(a) with truth "
+          f"{np.corrcoef(item_parameters(fit).a, a)[0, 1]:.3f}", flush=True)
+    rows, verdicts = [], []
+    for selection in args.selection:
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = simulate_cat(fit, Y[test], holdout=None, max_items=args.max_items,
+                           selection=selection, seed=args.seed)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        for c in res.curve:
+            rows.append((selection, c["n_items"], c["mae_accuracy"], c["mae_random"],
+                         c["mae_anchors"], c["mae_accuracy"] / c["mae_random"]))
+        final = res.curve[-1]
+        ratio = final["mae_accuracy"] / final["mae_random"]
+        verdicts.append(f"{selection}: {final['n_items']} items, MAE adaptive "
+                        f"{final['mae_accuracy']:.4f}, random {final['mae_random']:.4f}, "
+                        f"anchors {final['mae_anchors']:.4f}; adaptive / random {ratio:.3f} "
+                        f"({'met' if ratio <= 0.9 else 'NOT met'}: <= 0.9); replay of "
+                        f"{len(res.models)} models {wall:.1f} s (CPU {cpu:.1f} s)")
+    print(format_table(rows, ["selection", "items", "MAE adaptive", "MAE random",
+                              "MAE anchors", "adaptive / random"]))
+    print("\n" + "\n".join(verdicts))
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

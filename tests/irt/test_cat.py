@@ -1,0 +1,135 @@
+"""Computerised adaptive testing: selection, updates, stopping, exposure and the held-out replay."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from evalcert.errors import InputError
+from evalcert.irt import TwoPL
+from evalcert.irt.cat import CAT_SELECTIONS, run_cat, simulate_cat
+from evalcert.irt.information import ItemParameters
+from evalcert.irt.scoring import score_abilities
+
+
+def _bank(n_items: int, seed: int = 0, spread: float = 0.6) -> ItemParameters:
+    rng = np.random.default_rng(seed)
+    return ItemParameters(rng.lognormal(0, spread, n_items), rng.normal(size=n_items),
+                          np.zeros(n_items), tuple(f"q{j}" for j in range(n_items)), "2pl")
+
+
+def _responses(bank: ItemParameters, theta: np.ndarray, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    P = 1 / (1 + np.exp(-bank.a * (theta[:, None] - bank.b)))
+    return (rng.random(P.shape) < P).astype(float)
+
+
+def test_adaptive_items_predict_accuracy_better_than_random_items():
+    """The quick version of issue 26's benchmark: 200 new models, 800-item bank, 30 items."""
+    bank = _bank(800, seed=1)
+    Y = _responses(bank, np.random.default_rng(2).normal(size=200), seed=3)
+    res = simulate_cat(bank, Y, holdout=None, max_items=30, seed=0)
+    final = res.curve[-1]
+    assert final["n_items"] == 30
+    assert final["mae_accuracy"] < 0.9 * final["mae_random"]
+    assert all(m["items_used"] == 30 for m in res.models)
+    assert res.to_dict()["curve"][-1] == final and len(res.to_dict()["models"]) == 200
+
+
+@pytest.mark.parametrize("update", ["eap", "map"])
+def test_updates_equal_scoring_the_administered_items(update):
+    """After every item the ability is the EAP (MAP) of the answers so far."""
+    bank = _bank(300, seed=4)
+    y = _responses(bank, np.array([0.7]), seed=5)[0]
+    s = run_cat(bank, lambda item: y[int(item[1:])], max_items=25, update=update)
+    for k in (1, 10, 25):
+        idx = np.array([int(name[1:]) for name in s.items[:k]])
+        obs = np.zeros((1, 300), bool)
+        obs[0, idx] = True
+        theta, se = score_abilities(bank, y[None, :], obs, method=update)
+        assert s.theta_path[k - 1] == pytest.approx(theta[0], abs=1e-6)
+        assert s.se_path[k - 1] == pytest.approx(se[0], rel=1e-5)
+
+
+def test_maximum_information_takes_the_most_informative_item_each_time():
+    bank = _bank(200, seed=6)
+    y = _responses(bank, np.array([-0.4]), seed=7)[0]
+    s = run_cat(bank, lambda item: y[int(item[1:])], max_items=12)
+    from evalcert.irt.information import item_information
+
+    seen: list[int] = []
+    for k, name in enumerate(s.items):
+        theta = 0.0 if k == 0 else s.theta_path[k - 1]
+        info = item_information(np.array([theta]), bank)[0]
+        info[seen] = -np.inf
+        assert int(name[1:]) == int(np.argmax(info))
+        seen.append(int(name[1:]))
+
+
+def test_stopping_rules_and_skipped_items():
+    bank = _bank(100, seed=8)
+    y = _responses(bank, np.array([0.2]), seed=9)[0]
+    respond = lambda item: y[int(item[1:])]                                  # noqa: E731
+    se = run_cat(bank, respond, max_items=100, se_stop=0.35)
+    assert se.stop_reason == "se_stop" and se.se <= 0.35 and se.se_path[-2] > 0.35
+    delta = run_cat(bank, respond, max_items=100, delta_stop=0.02)
+    assert delta.stop_reason == "delta_stop"
+    assert abs(delta.theta_path[-1] - delta.theta_path[-2]) < 0.02
+    every = run_cat(bank, respond, max_items=500)
+    assert every.stop_reason == "no items left" and every.items_used == 100
+    # NaN: the item cannot be given; the test goes on without it
+    gaps = run_cat(bank, lambda item: np.nan if int(item[1:]) % 2 else respond(item),
+                   max_items=10)
+    assert gaps.items_used == 10 and all(int(n[1:]) % 2 == 0 for n in gaps.items)
+    with pytest.raises(InputError, match="must be 0 or 1"):
+        run_cat(bank, lambda item: 0.5)
+    with pytest.raises(InputError, match="selection"):
+        run_cat(bank, respond, selection="best")
+
+
+@pytest.mark.parametrize("selection", CAT_SELECTIONS)
+def test_every_selection_and_exposure_control(selection):
+    bank = _bank(400, seed=10)
+    Y = _responses(bank, np.random.default_rng(11).normal(size=60), seed=12)
+    Y[0, :200] = np.nan                                           # missing cells: never given
+    res = simulate_cat(bank, Y, holdout=None, max_items=15, selection=selection,
+                       randomesque=3, max_exposure=0.25, seed=1)
+    counts: dict[str, int] = {}
+    for m in res.models:
+        assert m["items_used"] == 15 and 0 <= m["predicted_accuracy"] <= 1
+    for items in res.administered:
+        assert len(set(items)) == len(items)
+        for name in items:
+            counts[name] = counts.get(name, 0) + 1
+    assert max(counts.values()) <= 15                                # 25% of 60 models
+    assert all(int(name[1:]) >= 200 for name in res.administered[0])
+
+
+def test_holdout_fits_the_bank_on_the_other_models_and_refuses_mixups():
+    bank = _bank(150, seed=13)
+    Y = _responses(bank, np.random.default_rng(14).normal(size=100), seed=15)
+    res = simulate_cat(TwoPL(method="mml"), Y, holdout=0.25, max_items=10, seed=2)
+    assert res.n_train == 75 and len(res.models) == 25
+    actual = {f"model{i}": Y[i].mean() for i in range(100)}
+    excluded = 150 - res.n_items           # items all 0 or all 1 among the 75 (a note says so)
+    assert (excluded > 0) == any("without finite parameters" in n for n in res.notes)
+    for m in res.models:                   # accuracy over the bank's items
+        assert abs(m["actual_accuracy"] - actual[m["model"]]) <= excluded / 149 + 1e-12
+    json.dumps(res.to_dict())
+    with pytest.raises(InputError, match="holdout=None"):
+        simulate_cat(bank, Y, holdout=0.2)
+    with pytest.raises(InputError, match="holdout must be in"):
+        simulate_cat(TwoPL(method="mml"), Y, holdout=None)
+
+
+@pytest.mark.slow
+def test_issue_26_bank_adaptive_50_items_beats_random_by_10_percent():
+    """400 models x 3,000 items (slopes spread), 2PL fitted on 320, 50 items on 80 held out."""
+    bank = _bank(3000, seed=16, spread=0.5)
+    Y = _responses(bank, np.random.default_rng(17).normal(size=400), seed=18)
+    res = simulate_cat(TwoPL(method="mml", standard_errors=False), Y, holdout=0.2,
+                       max_items=50, seed=0)
+    final = res.curve[-1]
+    assert final["mae_accuracy"] <= 0.9 * final["mae_random"]
