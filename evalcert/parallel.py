@@ -81,12 +81,13 @@ def dask_client(scheduler: str | None = None, timeout: float | None = None) -> I
                                       "pip install 'dask[distributed]'") from None
     if scheduler is None:
         try:
-            yield Client.current()
+            current = Client.current()
         except ValueError:
             raise BackendUnavailableError(
                 "backend 'dask' runs on a dask.distributed cluster: pass scheduler='tcp://HOST:8786' "
                 "or create a Client in this process first (client = distributed.Client(address))"
             ) from None
+        yield current  # outside the try: a ValueError of the work is not "no Client"
         return
     if not isinstance(scheduler, str) or not scheduler.strip():
         raise InputError(f"scheduler must be an address such as tcp://10.0.0.5:8786; got {scheduler!r}")

@@ -8,16 +8,85 @@ each result class writes its own ``summary()``.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import json
 import math
+import textwrap
 import time
 from contextlib import contextmanager
 from fractions import Fraction
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["to_jsonable", "ResultMixin", "PageMixin", "Timings", "Stopwatch", "format_table"]
+__all__ = ["to_jsonable", "ResultMixin", "PageMixin", "Timings", "Stopwatch", "format_table", "list_names",
+           "wrap_lines", "MAX_LISTED", "MAX_WIDTH"]
+
+#: names shown in a message or summary before "... and N more" (:func:`list_names`)
+MAX_LISTED = 8
+#: longest line of a summary (:func:`wrap_lines`, :func:`format_table`); wider is clipped on
+#: the documentation's pages and wraps badly in a terminal
+MAX_WIDTH = 100
+
+
+def list_names(names: Iterable[Any], total: int | None = None, *, limit: int = MAX_LISTED,
+               quote: bool = False) -> str:
+    """``"a, b, c, ... and 597 more"``: the first ``limit`` names, then how many more.
+
+    Every listing of names in evalcert's messages and summaries goes through this, so a
+    5000-agent fit names 8 agents and the count, never 600 names on one line.
+
+    Parameters
+    ----------
+    names : iterable
+        The names (or the first of them, with ``total``).
+    total : int, optional
+        How many there are in all, when ``names`` holds only the first ones.
+    limit : int
+        Names shown.
+    quote : bool
+        Show each with ``repr`` (names that could be mistaken for numbers or blanks).
+
+    Examples
+    --------
+    >>> list_names(["a", "b", "c"], limit=2)
+    'a, b, ... and 1 more'
+    >>> list_names(["q1", " "], quote=True)
+    "'q1', ' '"
+    >>> list_names(["m1"], total=600)
+    'm1, ... and 599 more'
+    """
+    shown = [repr(str(n)) if quote else str(n) for n in itertools.islice(iter(names), limit)]
+    if total is None:
+        total = len(names) if hasattr(names, "__len__") else len(shown)  # type: ignore[arg-type]
+    more = int(total) - len(shown)
+    return ", ".join(shown) + (f", ... and {more} more" if more > 0 else "")
+
+
+def wrap_lines(text: str, width: int = MAX_WIDTH) -> str:
+    """Wrap every line of ``text`` longer than ``width`` (continuations indented 4 more).
+
+    Shorter lines (tables from :func:`format_table`, which fit) are left as they are.
+
+    Examples
+    --------
+    >>> print(wrap_lines("short\\n  " + "word " * 6, width=16))
+    short
+      word word word
+          word word
+          word
+    """
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        out += textwrap.wrap(line.strip(), width=width, initial_indent=indent,
+                             subsequent_indent=indent + "    ", break_long_words=True,
+                             break_on_hyphens=False) or [line[:width]]
+    return "\n".join(out)
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -58,7 +127,7 @@ def to_jsonable(obj: Any) -> Any:
 class ResultMixin:
     """Mixin for frozen result dataclasses: ``to_dict()``, ``to_json()``, ``__str__``.
 
-    Subclasses implement ``summary() -> str``.
+    Subclasses implement ``summary() -> str``; its lines are wrapped at :data:`MAX_WIDTH`.
 
     Examples
     --------
@@ -71,6 +140,18 @@ class ResultMixin:
     >>> Answer(np.float64(0.5)).to_dict(), str(Answer(2.0))
     ({'value': 0.5}, 'answer 2.0')
     """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # every summary() a subclass writes comes back with lines of at most MAX_WIDTH
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("summary")
+        if own is not None and not getattr(own, "_wraps_lines", False):
+            @functools.wraps(own)
+            def summary(self: Any, *args: Any, **kw: Any) -> str:
+                return wrap_lines(own(self, *args, **kw))
+
+            summary._wraps_lines = True  # type: ignore[attr-defined]
+            cls.summary = summary  # type: ignore[method-assign]
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-able dict of every field (arrays as lists)."""
@@ -189,10 +270,13 @@ class Stopwatch:
                           if k in {"build", "compile", "solve", "certify"}})
 
 
-def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
+def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str],
+                 width: int = MAX_WIDTH) -> str:
     """Format rows as a plain-text table with right-aligned numbers.
 
-    Floats are shown with 4 significant decimals; everything else with ``str``.
+    Floats are shown with 4 significant decimals; everything else with ``str``. A table
+    wider than ``width`` narrows its widest columns (not below 12 characters or the
+    header) and wraps their long cells onto continuation lines.
 
     Examples
     --------
@@ -202,6 +286,13 @@ def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
     ----  ---------
        a     1.5000
       bb  2.000e-05
+    >>> print(format_table([["solver", "newton (conditional likelihood)"]], ["field", "value"],
+    ...                    width=24))  # doctest: +NORMALIZE_WHITESPACE
+    field   value
+    ------  ----------------
+    solver  newton
+            (conditional
+             likelihood)
     """
     def cell(v: Any) -> str:
         if isinstance(v, (float, np.floating)):
@@ -212,8 +303,18 @@ def format_table(rows: Sequence[Sequence[Any]], headers: Sequence[str]) -> str:
 
     text = [[cell(v) for v in row] for row in rows]
     widths = [max([len(h)] + [len(r[k]) for r in text]) for k, h in enumerate(headers)]
+    floors = [max(len(h), 12) for h in headers]
+    while sum(widths) + 2 * (len(widths) - 1) > width:
+        k = max(range(len(widths)), key=lambda j: widths[j] - floors[j])
+        if widths[k] <= floors[k]:
+            break
+        widths[k] -= 1
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)),
              "  ".join("-" * w for w in widths)]
     for r in text:
-        lines.append("  ".join(v.rjust(w) for v, w in zip(r, widths)))
+        parts = [textwrap.wrap(v, w, break_on_hyphens=False) or [""] if len(v) > w else [v]
+                 for v, w in zip(r, widths)]
+        for n in range(max(len(p) for p in parts)):
+            lines.append("  ".join((p[n] if n < len(p) else "").rjust(w)
+                                   for p, w in zip(parts, widths)))
     return "\n".join(lines)

@@ -8,6 +8,7 @@ generated pages never land in the working tree.
 
 from __future__ import annotations
 
+import html as html_module
 import importlib.util
 import os
 import re
@@ -71,6 +72,44 @@ def test_tutorial_executed_with_figure(site, tutorial):
     assert "sphx-glr-script-out" in html, f"{tutorial}: no captured output"
     images = re.findall(r'src="[^"]*_images/sphx_glr_' + tutorial + r'_\d+\.png"', html)
     assert images, f"{tutorial}: no figure captured"
+
+
+@pytest.mark.parametrize("tutorial", TUTORIALS)
+def test_tutorial_shows_each_figure_once_and_output_fits_the_page(site, tutorial):
+    """Issue 21 item 9: the IRT tutorial showed its Rasch figure again under "A 2PL fit"
+    and its fit summary printed 125-character lines, clipped on the page."""
+    html = (site / "auto_tutorials" / f"{tutorial}.html").read_text(encoding="utf-8")
+    images = sorted(set(re.findall(r'_images/(sphx_glr_' + tutorial + r'_\d+\.png)', html)))
+    contents = [(site / "_images" / name).read_bytes() for name in images]
+    assert len(set(contents)) == len(contents), f"{tutorial}: a figure is shown twice"
+    for block in re.findall(r'sphx-glr-script-out.*?<pre>(.*?)</pre>', html, flags=re.S):
+        text = html_module.unescape(re.sub(r"<[^>]+>", "", block))
+        assert max(map(len, text.splitlines()), default=0) <= 100, text[:400]
+
+
+def test_figure_scraper_never_saves_a_pyplot_figure_twice(tmp_path):
+    """A pyplot figure loses its canvas manager when the matplotlib scraper closes it; in a
+    later block it must not look like a new Figure of ours."""
+    pytest.importorskip("sphinx_gallery")
+    import importlib.util as iu
+
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    spec = iu.spec_from_file_location("figure_scraper", DOCS / "_ext" / "figure_scraper.py")
+    scraper = iu.module_from_spec(spec)
+    spec.loader.exec_module(scraper)
+    paths = iter(tmp_path / f"img_{k}.png" for k in range(10))
+    example = {"fig": plt.figure()}
+    block_vars = {"src_file": str(tmp_path / "plot_x.py"), "example_globals": example,
+                  "image_path_iterator": paths}
+    conf = {"src_dir": str(tmp_path)}
+    assert scraper.agg_figure_scraper(None, block_vars, conf) == ""  # pyplot's: not ours
+    plt.close(example["fig"])                                       # as matplotlib's scraper does
+    assert scraper.agg_figure_scraper(None, block_vars, conf) == ""  # the next block
+    example["ours"] = Figure()                                       # evalcert.plots' kind
+    assert "img_0.png" in scraper.agg_figure_scraper(None, block_vars, conf)
+    assert scraper.agg_figure_scraper(None, block_vars, conf) == ""
 
 
 def test_there_is_a_tutorial_per_job():

@@ -83,3 +83,116 @@ def test_peak_rss_of_a_spawned_process_is_its_own_not_its_parents():
     own, inherited = map(int, out.stdout.split())
     assert own < 250 * 2 ** 20 <= ballast.nbytes, own / 2 ** 20
     assert own <= inherited                          # VmHWM never above ru_maxrss
+
+
+# -- limits the user set: ulimit -v (RLIMIT_AS) and cgroups (issue 21 item 7) ---------------
+
+class _FakeResource:
+    """``resource`` with ``ulimit -v`` at ``soft`` bytes (no RLIMIT_DATA)."""
+    RLIMIT_AS = 9
+    RLIM_INFINITY = -1
+
+    def __init__(self, soft):
+        self.soft = soft
+
+    def getrlimit(self, which):
+        assert which == self.RLIMIT_AS
+        return (self.soft, self.RLIM_INFINITY)
+
+
+@pytest.fixture
+def no_cgroup(monkeypatch, tmp_path):
+    from evalcert import memory
+    monkeypatch.setattr(memory, "CGROUP_ROOT", str(tmp_path / "no-cgroup"))
+    monkeypatch.setattr(memory, "_own_cgroup", lambda: "")
+    return memory
+
+
+def test_memory_available_honours_rlimit_as(monkeypatch, no_cgroup):
+    from evalcert.errors import InputError
+    memory = no_cgroup
+    physical = memory.memory_available()
+    monkeypatch.setattr(memory, "_status_bytes", lambda field: 256 * 2 ** 20)  # VmSize
+    monkeypatch.setattr(memory, "resource", _FakeResource(2 ** 30))
+    assert memory.memory_available() == min(physical, 2 ** 30 - 256 * 2 ** 20)
+    with pytest.raises(InputError, match=r"needs 600\.0 MiB but only 768\.0 MiB"):
+        memory.require_memory(600 * 2 ** 20, "a matrix")
+    monkeypatch.setattr(memory, "resource", _FakeResource(-1))  # unlimited
+    assert memory.memory_available() >= physical // 2
+
+
+def test_memory_available_honours_a_cgroup_limit(monkeypatch, tmp_path, no_cgroup):
+    memory = no_cgroup
+    monkeypatch.setattr(memory, "resource", None)
+    physical = memory.memory_available()
+    root = tmp_path / "cgroup"
+    (root / "user.slice").mkdir(parents=True)
+    monkeypatch.setattr(memory, "CGROUP_ROOT", str(root))
+    (root / "memory.max").write_text("max\n")  # the root: no limit
+    (root / "memory.current").write_text(f"{5 * 2 ** 30}\n")
+    assert memory.memory_available() == physical
+    # the process's own group, v2: limit 2 GiB, 1.5 GiB used
+    monkeypatch.setattr(memory, "_own_cgroup", lambda: "user.slice")
+    (root / "user.slice" / "memory.max").write_text(f"{2 * 2 ** 30}\n")
+    (root / "user.slice" / "memory.current").write_text(f"{3 * 2 ** 29}\n")
+    assert memory.memory_available() == min(physical, 2 ** 29)
+    # cgroup v1 files at the mount
+    (root / "memory").mkdir()
+    (root / "memory" / "memory.limit_in_bytes").write_text(f"{2 ** 30}\n")
+    (root / "memory" / "memory.usage_in_bytes").write_text(f"{2 ** 30 - 2 ** 20}\n")
+    assert memory.memory_available() == min(physical, 2 ** 20)
+
+
+def test_count_fields_and_the_read_estimate(tmp_path):
+    from evalcert.memory import count_fields, estimate_table_read_bytes
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\n" + "1,2,3\n" * 1000)
+    assert count_fields(path, chunk=7) == count_fields(path) == 3 * 1001 + 1
+    assert estimate_table_read_bytes(100, 10) < estimate_table_read_bytes(100, 11)
+
+
+# The child sets ulimit -v to its own address space + 1 GiB after the imports (so the
+# limit does not depend on what the imports reserve on this machine), then runs the CLI.
+_LIMITED = """
+import os, resource, sys
+import pandas, pyarrow, pyarrow.parquet, pyarrow.dataset, scipy.sparse
+import evalcert.cli, evalcert.io.scores, evalcert.io.tables
+vm_size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
+               if line.startswith("VmSize:"))
+limit = vm_size + 2 ** 30
+resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+for argv in (["fit", sys.argv[1]], ["fit", sys.argv[2], "--format", "long"],
+             ["audit", sys.argv[2]]):
+    try:
+        code = evalcert.cli.main(argv)
+    except MemoryError:
+        code = "MemoryError"
+    print(argv[0], code, flush=True)
+"""
+
+
+def test_cli_refuses_up_front_under_rlimit_as(tmp_path):
+    """A text table with 1.4 x 10^7 fields (28 MB) and a long Parquet file of 1.2 x 10^7 rows
+    (a few MB) need more than 1 GiB as strings: under ``ulimit -v`` (address space + 1 GiB)
+    each is refused with one line naming the estimate, instead of a MemoryError."""
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+    text = tmp_path / "wide.csv"
+    with open(text, "w") as fh:
+        fh.write("agent," + ",".join(f"q{j}" for j in range(3500)) + "\n")
+        row = ",0" * 3500 + "\n"
+        fh.writelines(f"m{k}{row}" for k in range(4000))
+    n, J = 12_000_000, 3000
+    idx = np.arange(n, dtype=np.int32)
+    agents = pa.DictionaryArray.from_arrays(idx // J, pa.array([f"m{k}" for k in range(n // J)]))
+    items = pa.DictionaryArray.from_arrays(idx % J, pa.array([f"q{j}" for j in range(J)]))
+    long = tmp_path / "long.parquet"
+    pq.write_table(pa.table({"agent": agents, "item": items, "score": np.full(n, 0.5)}), long)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    proc = subprocess.run([sys.executable, "-c", _LIMITED, str(text), str(long)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["fit", "2", "fit", "2", "audit", "2"], proc.stderr[-2000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("evalcert: error")]
+    assert len(errors) == 3 and all(" needs " in line and "available" in line
+                                    for line in errors), proc.stderr[-2000:]

@@ -39,7 +39,8 @@ log = table.melt(id_vars=["question_id", "model_a", "model_b"],
 log["winner"] = log["winner"].map({"a": "model_a", "b": "model_b", "tie": "tie"})
 path = Path(tempfile.mkdtemp()) / "judgments.jsonl"
 log.to_json(path, orient="records", lines=True)
-print("\n".join(path.read_text().splitlines()[:3]))
+for line in path.read_text().splitlines()[:3]:
+    print(line.replace(',"judge"', ',\n   "judge"'))  # one record a line, folded for the page
 
 decisions = read_decisions(path)
 print(f"{len(decisions.items)} items, graders {decisions.graders}, "

@@ -24,22 +24,18 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import MAX_LISTED, ResultMixin, format_table, list_names
 
-#: names or cells shown in one message before "... (N in all)"
-_MAX_LISTED = 8
+#: names or cells shown in one message before "... and N more" (results.list_names)
+_MAX_LISTED = MAX_LISTED
 
 
 def _list_cells(cells, total: int) -> str:
-    cells = list(cells)[:_MAX_LISTED]
-    text = ", ".join(f"({a!s}, {i!s})" for a, i in cells)
-    return text + (f", ... ({total} in all)" if total > len(cells) else "")
+    return list_names([f"({a!s}, {i!s})" for a, i in list(cells)[:_MAX_LISTED]], total)
 
 
 def _list_names(names, total: int | None = None) -> str:
-    total = len(names) if total is None else total
-    shown = ", ".join(str(n) for n in list(names)[:_MAX_LISTED])
-    return shown + (f", ... ({total} in all)" if total > _MAX_LISTED else "")
+    return list_names(names, total)
 
 
 __all__ = ["bipartite_components", "ConnectivityReport"]

@@ -88,7 +88,8 @@ class ScoreMatrix:
     def __init__(self, values: np.ndarray, agents: Sequence[str], items: Sequence[str],
                  bounds: tuple[float, float] = (-1.0, 1.0), *, copy: bool = True) -> None:
         try:
-            arr = np.array(values, dtype=float, copy=True if copy else None, order="C")
+            arr = (np.array(values, dtype=float, copy=True, order="C") if copy  # numpy 1.26:
+                   else np.asarray(values, dtype=float, order="C"))           # no copy=None
         except (TypeError, ValueError) as exc:
             raise InputError(f"scores must be numeric: {exc}") from None
         if arr.ndim != 2:

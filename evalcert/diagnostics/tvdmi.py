@@ -176,8 +176,8 @@ def pairwise_from_outcomes(table: pd.DataFrame) -> tuple[np.ndarray, tuple, tupl
     ...                       "partner": ["b", "b", "a", "a"], "draw": ["P", "Q"] * 2,
     ...                       "outcome": [1.0, 0.0, 0.25, 0.0]})
     >>> pairwise, agents, items, n_calls, n_failed = pairwise_from_outcomes(table)
-    >>> pairwise.shape, pairwise[0, 0, 1], pairwise[0, 1, 0], agents, items, n_calls
-    ((1, 2, 2), np.float64(1.0), np.float64(0.25), ('a', 'b'), ('q',), 4)
+    >>> pairwise.shape, float(pairwise[0, 0, 1]), float(pairwise[0, 1, 0]), agents, items, n_calls
+    ((1, 2, 2), 1.0, 0.25, ('a', 'b'), ('q',), 4)
     """
     need = {"item", "agent", "partner", "draw", "outcome"}
     if need - set(table.columns):

@@ -86,9 +86,8 @@ class ResponseTable:
 
 
 def _examples(values: Any, limit: int = 5) -> str:
-    values = [str(v) for v in values]
-    return ", ".join(repr(v) for v in values[:limit]) + (
-        f" and {len(values) - limit} more" if len(values) > limit else "")
+    from evalcert.results import list_names
+    return list_names([str(v) for v in values], limit=limit, quote=True)
 
 
 def _parse_cells(cells: np.ndarray, kind: str, where: str) -> np.ndarray:

@@ -60,8 +60,12 @@ def _scan_parquet(path: Path, names: dict[str, str], bounds: tuple[float, float]
         if missing:
             raise InputError(f"{path}: missing column(s) {missing}; found {found[:8]}; name them "
                              "with agent=, item=, score=")
+        n_rows = data.count_rows()
+        from evalcert.memory import TABLE_READ_BYTES, require_memory
+        require_memory(TABLE_READ_BYTES["per_row"] * n_rows, f"reading the {n_rows} rows of "
+                       f"{path}", "split it into smaller parts or aggregate the rows")
         builder = LongBuilder()
-        with progress_bar(verbose, data.count_rows(), "reading", unit="rows", leave=True) as bar:
+        with progress_bar(verbose, n_rows, "reading", unit="rows", leave=True) as bar:
             for batch in data.to_batches(columns=list(names.values()), batch_size=batch_rows):
                 builder.add(*(batch.column(k) for k in range(3)))
                 bar.update(batch.num_rows)

@@ -130,6 +130,29 @@ def _decode(path: Path, raw: bytes) -> str:
     return text
 
 
+def _require_read_memory(path: Path) -> None:
+    """Refuse, before reading, a text table whose cells would not fit in memory."""
+    from evalcert.memory import (USABLE_FRACTION, count_fields, estimate_table_read_bytes,
+                                 format_bytes, memory_available, require_memory)
+    size = path.stat().st_size
+    if estimate_table_read_bytes(size, size // 2 + 1) <= USABLE_FRACTION * memory_available():
+        return  # fits even if every other byte were a separator: no need to count
+    require_memory(estimate_table_read_bytes(size, count_fields(path)),
+                   f"reading {path} ({format_bytes(size)} of text, every cell a string)",
+                   "split the file or convert it to Parquet")
+
+
+def _require_parquet_memory(path: Path) -> None:
+    """Refuse, before reading, a Parquet file whose rows would not fit in memory as strings."""
+    import pyarrow.parquet as pq
+
+    from evalcert.memory import TABLE_READ_BYTES, require_memory
+    meta = pq.read_metadata(path)
+    require_memory(TABLE_READ_BYTES["per_cell"] * meta.num_rows * max(meta.num_columns, 1),
+                   f"reading {path} ({meta.num_rows} rows x {meta.num_columns} columns, every "
+                   "cell a string)", "split the file into smaller parts")
+
+
 def __getattr__(name: str) -> Any:
     # looks_numeric lives in evalcert.data.frames (pandas, SciPy): imported on first use, so
     # a reader that needs only check_file / table_format (the pairwise logs) starts light
@@ -312,7 +335,10 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
         if kind != "parquet":
             raise InputError(f"{path}: not a Parquet file (no PAR1 header); check the file")
         try:
+            _require_parquet_memory(path)
             frame = pd.read_parquet(path)
+        except InputError:
+            raise
         except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
             raise InputError(f"{path}: corrupt or unreadable Parquet file ({type(exc).__name__}: "
                              f"{str(exc).splitlines()[0][:120]})") from None
@@ -326,6 +352,7 @@ def read_table(path: str | os.PathLike, *, required: Iterable[str] = (),
         if kind is not None:
             raise InputError(f"{path}: this is {kind}-compressed or binary data, not {fmt} "
                              f"text; decompress it first or name it by its real type")
+        _require_read_memory(path)
         try:
             raw = path.read_bytes()
         except OSError as exc:

@@ -267,7 +267,7 @@ def evaluate_anchors(estimator: Any, Y: Any, n_anchors: int = 30,
     if not keep.all():
         raise InputError(f"{int((~keep).sum())} items have no response among the "
                          "calibration models; drop them or change the seed")
-    frame_train = np.where(train.observed, train.values, np.nan)
+    frame_train = train.to_frame()  # warnings name models and items as Y does
     fit = estimator.clone().fit(frame_train)
     anchors, weights = select_anchors(fit, frame_train, n_anchors, selection, seed=seed)
     params = item_parameters(fit)

@@ -51,6 +51,8 @@ class ResponseData:
     (('model0', 'model1'), [1.0, 0.0, 0.0])
     >>> data.take(cols=np.array([0, 1])).shape
     (2, 2)
+    >>> data.to_frame().columns.tolist()
+    ['item0', 'item1', 'item2']
     """
 
     values: np.ndarray
@@ -69,6 +71,14 @@ class ResponseData:
         names_i = np.asarray(self.item_names, dtype=object)[cols]
         return ResponseData(self.values[rows][:, cols], self.observed[rows][:, cols],
                             tuple(names_m), tuple(names_i))
+
+    def to_frame(self) -> Any:
+        """The responses as a DataFrame (NaN where unobserved) that keeps the file's names,
+        for a refit whose warnings and errors must name models and items as the file does."""
+        import pandas as pd
+        return pd.DataFrame(np.where(self.observed, self.values, np.nan),
+                            index=pd.Index(self.model_names, dtype=object),
+                            columns=pd.Index(self.item_names, dtype=object))
 
 
 def _caller_level() -> int:
@@ -94,8 +104,8 @@ def _names(labels: Any, n: int, prefix: str) -> tuple[str, ...]:
 
 
 def _listing(names: tuple[str, ...], idx: np.ndarray, limit: int = 8) -> str:
-    shown = ", ".join(repr(names[k]) for k in idx[:limit])
-    return shown + (f" and {len(idx) - limit} more" if len(idx) > limit else "")
+    from evalcert.results import list_names
+    return list_names([names[k] for k in idx[:limit]], len(idx), limit=limit, quote=True)
 
 
 def validate_responses(Y: Any, mask: Any = None, *,

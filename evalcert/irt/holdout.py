@@ -67,7 +67,7 @@ def holdout_predict(estimator: IRTEstimator, Y: Any, mask: np.ndarray,
     from evalcert.diagnostics.masks import held_out_columns, held_out_rows
 
     data = validate_responses(Y, None, kind=estimator.kind)
-    Yv = np.where(data.observed, data.values, np.nan)
+    Yv = data.to_frame()  # the refits' warnings name models and items as Y does
     mask = np.asarray(mask)
     if mask.shape != Yv.shape or mask.dtype != bool:
         raise InputError(f"mask must be a boolean array of shape {Yv.shape}")
@@ -78,18 +78,19 @@ def holdout_predict(estimator: IRTEstimator, Y: Any, mask: np.ndarray,
     test = held_out_rows(mask) if scheme == "rows" else held_out_columns(mask)
     P = np.full(Yv.shape, np.nan)
     if scheme == "rows":
-        stage1 = estimator.clone().fit(Yv[~test], mask=mask[~test])
+        stage1 = estimator.clone().fit(Yv.iloc[~test], mask=mask[~test])
         P[~test] = stage1.predict_proba()
-        P[test] = stage1.fit_models(Yv[test], mask=mask[test]).predict_proba()
+        P[test] = stage1.fit_models(Yv.iloc[test], mask=mask[test]).predict_proba()
     else:
         stage1 = estimator.clone()
         if hasattr(stage1, "item_embeddings"):
             stage1.item_embeddings = estimator.item_embeddings[~test]
-        stage1.fit(Yv[:, ~test], mask=mask[:, ~test])
+        stage1.fit(Yv.iloc[:, ~test], mask=mask[:, ~test])
         P[:, ~test] = stage1.predict_proba()
         extra = ({"item_embeddings": estimator.item_embeddings[test]}
                  if hasattr(stage1, "item_embeddings") else {})
-        P[:, test] = stage1.fit_items(Yv[:, test], mask=mask[:, test], **extra).predict_proba()
+        P[:, test] = stage1.fit_items(Yv.iloc[:, test], mask=mask[:, test],
+                                      **extra).predict_proba()
     return P
 
 
@@ -152,7 +153,7 @@ def holdout_evaluate(estimator: IRTEstimator, Y: Any, scheme: Scheme = "entrywis
     if scheme not in makers:
         raise InputError(f"scheme must be one of {sorted(makers)}, got {scheme!r}")
     mask = makers[scheme]()
-    P = holdout_predict(estimator, np.where(obs, data.values, np.nan), mask, scheme)
+    P = holdout_predict(estimator, data.to_frame(), mask, scheme)
     auc, loss = _scores(data.values[mask], P[mask])
     train = obs & ~mask
     if scheme == "l_mask":
@@ -214,7 +215,7 @@ def cross_validate(estimator: IRTEstimator, Y: Any, param: str, values: Sequence
     if n_folds < 2 or not values:
         raise InputError("need n_folds >= 2 and at least one value")
     data = validate_responses(Y, None, kind=estimator.kind)
-    Yv = np.where(data.observed, data.values, np.nan)
+    Yv = data.to_frame()  # the refits' warnings name models and items as Y does
     fold = np.random.default_rng(seed).integers(0, n_folds, size=data.shape)
     losses, aucs = [], []
     for value in values:

@@ -31,6 +31,7 @@ from evalcert.errors import BackendUnavailableError, InputError, SolverError
 from evalcert.logic.evaluations import m1_axiom_terms
 from evalcert.logic.qcomplex import qcomplex_bounds
 from evalcert.logic.summaries import LabelCounts, as_label_counts, as_threshold
+from evalcert.quiet import native_stdout
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["SOLVERS", "IlpResult", "M1Model", "HighsModel", "run_solver", "solve_model",
@@ -201,7 +202,8 @@ def run_solver(prob: pulp.LpProblem, solver: str = "highs") -> tuple[str, float]
         raise BackendUnavailableError(f"ILP solver {solver!r} ({_PULP_NAMES[solver]}) is not "
                                       "installed; install highspy or use solver='cbc'")
     start = time.perf_counter()
-    prob.solve(backend)
+    with native_stdout():  # highspy's banner: stdout holds evalcert's result only
+        prob.solve(backend)
     seconds = time.perf_counter() - start
     status = pulp.LpStatus[prob.status]
     if status not in ("Optimal", "Infeasible"):
@@ -339,8 +341,9 @@ class HighsModel:
         import highspy
 
         self._hs = highspy
-        self.h = h = highspy.Highs()
-        h.setOptionValue("output_flag", False)
+        with native_stdout():  # highspy >= 1.16 prints its banner when it is built
+            self.h = h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("time_limit", float(time_limit))
         self.time_limit = float(time_limit)

@@ -15,8 +15,8 @@ Example
 >>> from evalcert.solvers import ClippedLinear
 >>> S = ScoreMatrix.from_array(np.array([[0.9, 0.5], [0.1, -0.3]]))
 >>> model = ClippedLinear(lam=1e-6).fit(S)
->>> bool(model.result_.certificate.passed), model.theta_.argmax()
-(True, np.int64(0))
+>>> bool(model.result_.certificate.passed), int(model.theta_.argmax())
+(True, 0)
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import pandas as pd
 
 from evalcert.data import ScoreMatrix, bipartite_components
 from evalcert.errors import ConnectivityError, InputError, SolverError
-from evalcert.results import PageMixin, ResultMixin, Stopwatch, Timings, format_table
+from evalcert.results import (PageMixin, ResultMixin, Stopwatch, Timings, format_table,
+                              list_names)
 from evalcert.solvers.backends import CVXPY_SOLVERS, check_qp_backend
 from evalcert.solvers.backends.base import CostEstimate, SolveSettings, check_cost
 from evalcert.solvers.certificates import Certificate, Tolerance, qp_certificate
@@ -257,8 +258,8 @@ class ClippedLinearResult(PageMixin, ResultMixin):
         for g in self.certificate.binding[:10]:
             if "side" in g:
                 lines.append(f"binding {g['side']} box (theta_i - b_j = {g['bound']:+g}): agents "
-                             f"{g['agents']}, items {g['items'][:6]}{'...' if len(g['items']) > 6 else ''}"
-                             f", multiplier {g['multiplier']:.4g}")
+                             f"{list_names(g['agents'])}; items {list_names(g['items'])}; "
+                             f"multiplier {g['multiplier']:.4g}")
             else:
                 lines.append(f"binding cell ({g['agent']}, {g['item']}) at {g['bound']:+g}, "
                              f"multiplier {g['multiplier']:.4g}")

@@ -342,7 +342,7 @@ def build_qp(design: Design, scores: np.ndarray, weights: np.ndarray | None, lam
     >>> qp = build_qp(d, np.array([0.5, 0.2, -0.1]), np.ones(3), 0.0, "all")
     >>> qp.n, qp.m, qp.x_bound  # theta, b, c_hi, c_lo; gauge + 2 (K + J) box rows
     (6, 9, 3.0)
-    >>> qp.q.tolist(), round(qp.r, 12)  # -2 D'(w s) and s'Ws
+    >>> (np.round(qp.q, 12) + 0.0).tolist(), round(qp.r, 12)  # -2 D'(w s), s'Ws; + 0.0: no -0.0
     ([-1.4, 0.2, 1.0, 0.2, 0.0, 0.0], 0.3)
     """
     A, l, u = _constraints(design, box, bounds)
@@ -396,7 +396,7 @@ def with_scores(qp: QP, design: Design, scores: np.ndarray,
     >>> d = Design.from_cells(2, 2, [0, 0, 1], [0, 1, 1])
     >>> qp = build_qp(d, np.array([0.5, 0.2, -0.1]), np.ones(3), 0.0, "all")
     >>> refit = with_scores(qp, d, np.full(3, 0.1), np.ones(3))
-    >>> refit.q.tolist(), round(refit.r, 12), refit.P is qp.P
+    >>> (np.round(refit.q, 12) + 0.0).tolist(), round(refit.r, 12), refit.P is qp.P
     ([-0.4, -0.2, 0.2, 0.4, 0.0, 0.0], 0.03, True)
     """
     K, J = design.K, design.J

@@ -126,7 +126,7 @@ def reference_parameters(s: np.ndarray, reference: Reference = (0, 0)
     --------
     >>> s = np.subtract.outer([0.5, 0.1], [0.0, 0.2, -0.3])
     >>> theta, b = reference_parameters(s)
-    >>> np.round(theta, 6).tolist(), np.round(b, 6).tolist()
+    >>> (np.round(theta, 6) + 0.0).tolist(), np.round(b, 6).tolist()  # + 0.0: no -0.0
     ([0.0, -0.4], [-0.5, -0.3, -0.8])
     >>> bool(np.allclose(theta[:, None] - b[None, :], s))
     True

@@ -36,7 +36,9 @@ def test_loky_two_workers_draw_the_same_replicates():
     one = bootstrap_fidelity(RaschLeastSquares("identity"), S, ~hold, hold, n_jobs=1, **kw)
     two = bootstrap_fidelity(RaschLeastSquares("identity"), S, ~hold, hold, backend="loky",
                              n_jobs=2, **kw)
-    np.testing.assert_array_equal(one.replicates["rmse"], two.replicates["rmse"])
+    # the same draws; BLAS in a loky worker runs one thread (another summation order), so
+    # the RMSEs agree to rounding, not bit for bit (numpy 1.26 differed in the last digit)
+    np.testing.assert_allclose(one.replicates["rmse"], two.replicates["rmse"], rtol=1e-12)
     assert one.n_redrawn == two.n_redrawn
 
 

@@ -135,3 +135,12 @@ def test_outer_parallel_config_is_honoured():
         assert all(main for _, main in inline)             # explicit: loky in this process
     with joblib.parallel_config(n_jobs=1):                 # only n_jobs set: loky, in process
         assert all(main for _, main in parallel_map(_where, range(3), progress=False))
+
+
+def test_an_error_of_the_work_is_not_reported_as_no_client(dask_client):
+    """The oldest-versions run (joblib 1.3: no return_as='generator' on dask) showed joblib's
+    ValueError re-raised as "create a Client first", although a Client existed."""
+    with pytest.raises(ValueError, match="the work's own error"):
+        with parallel.dask_client() as client:
+            assert client is dask_client
+            raise ValueError("the work's own error")

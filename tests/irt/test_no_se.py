@@ -125,7 +125,8 @@ def test_cli_no_se(tmp_path, capsys, model, method):
     assert models["ability_se"].isna().all()               # empty cells, column kept
     ref = make_estimator(model, method).fit(pd.read_csv(path, index_col=0))
     got = pd.read_csv(out / "items.csv")["difficulty"].to_numpy()
-    np.testing.assert_array_equal(got, ref.difficulties_)
+    # pandas < 3's read_csv parses text an ulp off: a few ulps, not bit for bit
+    np.testing.assert_allclose(got, ref.difficulties_, rtol=1e-14, atol=1e-15)
     assert json.loads((tmp_path / "r.json").read_text())["notes"][-1] == SE_SKIPPED
 
 

@@ -61,8 +61,9 @@ def slope_prior_terms(u: np.ndarray, precision: float
     Examples
     --------
     >>> a, da, lp, g = slope_prior_terms(np.log([1.0, np.e]), 4.0)
-    >>> np.round(a, 6).tolist(), np.round(da, 6).tolist(), round(lp, 6), np.round(g, 6).tolist()
-    ([1.0, 2.718282], [1.0, 2.718282], -2.0, [-0.0, -4.0])
+    >>> (np.round(a, 6).tolist(), np.round(da, 6).tolist(), round(lp, 6),
+    ...  (np.round(g, 6) + 0.0).tolist())  # + 0.0: never a -0.0
+    ([1.0, 2.718282], [1.0, 2.718282], -2.0, [0.0, -4.0])
     >>> slope_prior_terms(np.array([-0.5]), 0.0)[0].tolist()   # pure ML: the slope itself
     [-0.5]
     """

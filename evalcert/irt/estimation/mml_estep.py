@@ -264,7 +264,8 @@ def _posterior(log_joint: np.ndarray, theta: np.ndarray) -> tuple[np.ndarray, ..
     Examples
     --------
     >>> post, ll, m, s = _posterior(np.log([[1.0, 3.0]]), np.array([[0.0, 1.0]]))
-    >>> post.tolist(), round(float(ll[0]), 4), m.tolist(), round(float(s[0]), 4)
+    >>> (np.round(post, 12).tolist(), round(float(ll[0]), 4), np.round(m, 12).tolist(),
+    ...  round(float(s[0]), 4))
     ([[0.25, 0.75]], 1.3863, [0.75], 0.433)
     """
     top = log_joint.max(-1, keepdims=True)

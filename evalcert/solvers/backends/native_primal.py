@@ -118,7 +118,7 @@ def primal_active_set(qp: QP, x: np.ndarray, kkt: Callable, max_iter: int, deadl
     ...     z = sla.lstsq(K, np.r_[-qp.q, bounds])[0]
     ...     return z[:2], z[2:], True
     >>> x, y, status, ok, it = primal_active_set(qp, np.zeros(2), kkt, 50, np.inf)
-    >>> status, np.round(x, 12).tolist(), np.round(y, 12).tolist()
+    >>> status, np.round(x, 12).tolist(), (np.round(y, 12) + 0.0).tolist()  # + 0.0: no -0.0
     ('solved', [0.5, 0.5], [3.0, 0.0, 0.0])
     """
     n, m = qp.n, qp.m

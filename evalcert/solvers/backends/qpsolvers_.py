@@ -46,6 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from evalcert.solvers.backends.base import RawSolution, SolveSettings
+from evalcert.quiet import native_stdout
 from evalcert.solvers.certificates import QP
 
 __all__ = ["SOLVERS", "OPTIONS", "DENSE_ONLY", "DENSE_LIMIT", "options", "solve"]
@@ -146,8 +147,9 @@ def solve(qp: QP, solver: str, settings: SolveSettings = SolveSettings(),
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            sol = qpsolvers.solve_problem(problem, solver=solver, initvals=x0,
-                                          **options(solver, settings))
+            with native_stdout():  # highspy's banner is printed from C++ on stdout
+                sol = qpsolvers.solve_problem(problem, solver=solver, initvals=x0,
+                                              **options(solver, settings))
         except Exception as exc:  # noqa: BLE001 - a solver's crash is its failure, reported
             return RawSolution(None, None, f"error: {type(exc).__name__}: {str(exc)[:160]}",
                                False, -1, setup, time.perf_counter() - start - setup)
