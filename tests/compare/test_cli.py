@@ -36,7 +36,7 @@ def test_compare_writes_json_with_the_documented_fields_and_a_plot(tmp_path):
                                 "--json", str(tmp_path / "c.json"), "--plot",
                                 str(tmp_path / "c.png"), "--group-sep", "/", "--adjust", "bh"])
     assert status == 0, err
-    assert "cluster-robust t test, bh adjustment over 6 pairs" in out
+    assert "cluster-robust t test, bh adjustment over 6 pairs" in " ".join(out.split())  # wrapped
     d = json.loads((tmp_path / "c.json").read_text())
     assert d["n_groups"] == 30 and len(d["pairs"]) == 6 and d["ranks"][0]["model"] == "m0"
     assert (tmp_path / "c.png").stat().st_size > 1000
