@@ -41,7 +41,13 @@ def pytest_report_header(config):  # noqa: ARG001 - pytest hook signature
     return f"evalcert dependencies: {dependency_versions()}"
 
 
-# the deprecated alias warns on import; tests/irt/test_layout.py checks it
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001
+    # `pytest -q` (README's quick start) hides the header: a red run names the versions last
+    if exitstatus not in (0, 5):
+        terminalreporter.write_line(f"evalcert dependencies: {dependency_versions()}")
+
+
+# the deprecated alias warns on import; tests/test_layout.py checks it
 collect_ignore = ["evalcert/solvers/irt/__init__.py"]
 
 

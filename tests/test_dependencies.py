@@ -77,3 +77,18 @@ def test_pytest_header_names_the_dependency_versions(tmp_path):
     assert header is not None, proc.stdout[:500]
     for name in ("numpy", "scipy", "cvxpy", "osqp", "highspy", "pulp", "pandas"):
         assert f"{name} {metadata.version(name)}" in header, header
+
+
+def test_a_red_quiet_run_names_the_versions_at_its_end(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    (tmp_path / "test_red.py").write_text("def test_red():\n    assert False\n")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "-p", "conftest", str(tmp_path / "test_red.py")],
+                         capture_output=True, text=True, cwd=root, timeout=300)
+    assert out.returncode == 1
+    assert any(line.startswith("evalcert dependencies: ") and "highspy" in line
+               for line in out.stdout.splitlines()), out.stdout[-2000:]
