@@ -42,10 +42,8 @@ from evalcert.logic.alarms import alarm_threshold, attaining_keys
 from evalcert.logic.exact import _left, exact_alarm
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.result import AlarmResult
-from evalcert.logic.splits import (MAX_PATTERNS, JointModel, _joint_builder, _joint_value,
-                                   improve_split, joint_lp_bounds, joint_patterns,
-                                   joint_start,
-                                   pair_statistics, rounded_joint_point, witness_of_split)
+from evalcert.logic.splits import (JointModel, _joint_builder, _joint_value, improve_split,
+                                   joint_lp_bounds, joint_patterns, witness_of_split)
 from evalcert.logic.summaries import Decisions
 
 __all__ = ["JointModel", "joint_patterns", "exact_alarm", "alarm_full", "full_alarm_threshold"]

@@ -16,7 +16,8 @@ from hypothesis import given, settings, strategies as st
 from evalcert.datasets.mtbench import table1_decisions
 from evalcert.errors import CertificateError, InputError
 from evalcert.logic import alarm_threshold
-from evalcert.logic.joint import alarm_full, full_alarm_threshold, rounded_joint_point
+from evalcert.logic.joint import alarm_full, full_alarm_threshold
+from evalcert.logic.splits import rounded_joint_point
 from evalcert.logic.pairs import alarm_m2, m2_alarm_threshold
 from evalcert.logic.levels import (check_integer_solution, farey_successor, max_ratio,
                                    simplest_between)
@@ -139,7 +140,7 @@ def test_exact_recheck_refuses_a_point_that_violates_the_model():
 
 
 def test_eq18_pair_statistics_match_item_level_counts():
-    from evalcert.logic.joint import joint_patterns, pair_statistics
+    from evalcert.logic.splits import joint_patterns, pair_statistics
 
     cols = [[0, 0, 1, 1, 2, 2, 0], [0, 1, 1, 2, 2, 0, 0], [1, 0, 2, 1, 0, 2, 0]]
     dec = decisions(cols, ["a", "b", "c"])
