@@ -13,7 +13,10 @@ mirt uses: the slopes of item ``k`` on dimensions above ``k`` are zero for the
 first ``K - 1`` items and ``a_kk > 0``, so a fit has ``J (K + 1) - K (K - 1) / 2``
 free parameters. Any rotation of the loadings fits equally well; the
 triangular form is a reference position, not a claim about what the
-dimensions mean. ``K = 1`` is the 2PL of :class:`~.twopl.TwoPL` (same marginal
+dimensions mean. (On a coarse product grid the *approximate* likelihood does depend
+a little on the rotation: at K=2 on 21^2 nodes it moved by up to 0.6 units over
+rotations of one fit, and not at all on 61^2; pass a larger ``n_points`` when
+log-likelihoods are compared to that precision.) ``K = 1`` is the 2PL of :class:`~.twopl.TwoPL` (same marginal
 likelihood, to quadrature error).
 
 Reported per item: ``loadings_`` (J x K slopes), ``intercepts_``, the
