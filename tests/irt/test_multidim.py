@@ -231,3 +231,13 @@ def test_cli_fit_m2pl(tmp_path, capsys):
     assert items.loc[0, "loading_1"] == 0
     models = pd.read_csv(tmp_path / "out" / "models.csv")
     assert {"ability_0", "ability_1"} <= set(models.columns)
+
+
+def test_irt_score_refuses_a_multidimensional_item_file(tmp_path):
+    from evalcert.io.irt_tables import read_item_table
+
+    path = tmp_path / "items.csv"
+    path.write_text("item,difficulty,discrimination,intercept,loading_0,loading_1\n"
+                    "q0,0.1,1.0,-0.1,1.0,0.0\nq1,0.2,1.2,-0.2,0.8,0.7\n")
+    with pytest.raises(InputError, match="multidimensional"):
+        read_item_table(path)
