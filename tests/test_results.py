@@ -145,6 +145,10 @@ def results(tmp_path_factory) -> dict[type, object]:
     made += [convert(folder / "r.jsonl", folder / "long.csv"), cells.finish(),
              run_cat(bank, lambda item: 1.0, max_items=3),
              simulate_cat(bank, Y, holdout=None, max_items=3)]
+    from evalcert.irt import MultidimensionalTwoPL, select_dims
+
+    made += [MultidimensionalTwoPL(dims=2, n_points=7).fit(Y).score(Y[:3]),
+             select_dims(Y, dims=(1, 2), n_points=7)]
     found: dict[type, object] = {}
     for result in made:
         _collect(result, found)
