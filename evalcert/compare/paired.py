@@ -44,7 +44,7 @@ from scipy import stats
 from evalcert.compare.rank_intervals import (ADJUST, adjust_pvalues, rank_from_draws,
                                              rank_from_se, ranks_of)
 from evalcert.errors import InputError
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 
 __all__ = ["compare", "CompareResult", "TESTS"]
 
@@ -59,7 +59,7 @@ MAX_PAIRS = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
-class CompareResult(ResultMixin):
+class CompareResult(PageMixin, ResultMixin):
     """Paired comparisons of every pair of models and rank intervals.
 
     ``pairs`` rows: ``model_a, model_b, n_shared, diff, ci_low, ci_high, p_value,

@@ -59,7 +59,7 @@ from typing import Any, Callable
 import numpy as np
 
 from evalcert.errors import InputError
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 from evalcert.irt.information import (ItemParameters, ability_prior, icc,
                                               item_information, item_parameters)
 from evalcert.irt.scoring import _Cells, score_cells
@@ -316,7 +316,7 @@ def run_cat(bank: Any, respond: Callable[[str], float], *, max_items: int = 50,
 
 
 @dataclasses.dataclass(frozen=True)
-class CATResult(ResultMixin):
+class CATResult(PageMixin, ResultMixin):
     """Adaptive tests replayed on held-out models, with the error curve against baselines.
 
     ``models``: per model ``{model, items_used, theta, se, predicted_accuracy,

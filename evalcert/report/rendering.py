@@ -28,7 +28,8 @@ from typing import Any
 
 from evalcert.report.page import Page
 
-__all__ = ["render", "render_fragment", "write_html", "format_value", "exact_value"]
+__all__ = ["render", "render_fragment", "write_html", "format_value", "exact_value",
+           "heat_class"]
 
 
 def format_value(value: Any) -> str:
@@ -76,6 +77,21 @@ def exact_value(value: Any) -> str | None:
     return None
 
 
+def heat_class(level: Any) -> str:
+    """The CSS class (with a leading space) of a heat-map cell's level, -4..4; ``""`` for
+    ``None`` (a plain cell).
+
+    Examples
+    --------
+    >>> heat_class(3), heat_class(-1), heat_class(0), heat_class(None)
+    (' heat-p3', ' heat-n1', ' heat-0', '')
+    """
+    if level is None:
+        return ""
+    level = int(level)
+    return f" heat-{'p' if level > 0 else 'n' if level < 0 else ''}{abs(level)}"
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     import jinja2
@@ -86,6 +102,7 @@ def _environment() -> Any:
                              lstrip_blocks=True)
     env.filters["show"] = format_value
     env.filters["exact"] = exact_value
+    env.filters["heat"] = heat_class
     env.tests["table"] = lambda b: type(b).__name__ == "Table"
     env.tests["figure"] = lambda b: type(b).__name__ == "Figure"
     env.tests["facts"] = lambda b: type(b).__name__ == "Facts"
