@@ -104,6 +104,17 @@ class CompareResult(PageMixin, ResultMixin):
         import pandas as pd
         return pd.DataFrame(list(self.pairs)), pd.DataFrame(list(self.ranks))
 
+    def to_frame(self, what: str = "ranks") -> Any:
+        """One table as a DataFrame: ``"ranks"`` (one row per model, best first),
+        ``"pairs"`` (one row per pair) or ``"irt_ranks"`` (with ``irt=``)."""
+        import pandas as pd
+        if what not in ("ranks", "pairs", "irt_ranks"):
+            raise ValueError(f"what must be 'ranks', 'pairs' or 'irt_ranks', not {what!r}")
+        rows = getattr(self, what)
+        if rows is None:
+            raise ValueError("no IRT ranks: compare(..., irt='rasch' or '2pl') computes them")
+        return pd.DataFrame(list(rows))
+
     def summary(self) -> str:
         level = f"{100 * (1 - self.alpha):g}%"
         n_sig = sum(p["p_adjusted"] < self.alpha for p in self.pairs)

@@ -352,6 +352,15 @@ class CATResult(PageMixin, ResultMixin):
     seed: int
     notes: tuple[str, ...] = ()
 
+    def to_frame(self, what: str = "models") -> Any:
+        """One table as a DataFrame: ``"models"`` (one row per tested model) or ``"curve"``
+        (one row per test length: the errors of adaptive, random and anchor items)."""
+        import pandas as pd
+
+        if what not in ("models", "curve"):
+            raise ValueError(f"what must be 'models' or 'curve', not {what!r}")
+        return pd.DataFrame(list(self.models if what == "models" else self.curve))
+
     def summary(self) -> str:
         used = np.array([m["items_used"] for m in self.models])
         head = (f"adaptive testing ({self.selection} selection, {self.update.upper()} updates, "

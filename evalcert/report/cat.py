@@ -145,7 +145,8 @@ def page_from_cat(result: Any, *, source: str | None = None, fmt: str | None = N
     if result.delta_stop:
         stops.append(f"change < {result.delta_stop:g}")
     facts = Facts((("models tested", len(result.models)), ("bank items", int(result.n_items)),
-                   ("items used (mean)", float(used.mean())),
+                   ("items used", f"{int(used[0])}" if np.all(used == used[0]) else
+                    f"{used.mean():.1f} on average ({int(used.min())}-{int(used.max())})"),
                    ("MAE adaptive", float(mae)), ("MAE random items", float(rand)),
                    ("MAE anchors", float(anch)), ("selection", result.selection),
                    ("stopping", ", ".join(stops))), id="verdict-facts")

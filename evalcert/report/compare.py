@@ -85,6 +85,10 @@ def _forest(rows: Sequence[dict], *, value: str, low: str, high: str, label: str
     fig = new_figure(6.0, 0.2 * len(shown) + 1.4)
     ax = fig.subplots()
     plot_rank_forest(shown, ax, value=value, low=low, high=high, label=label)
+    if value == "rank":
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(axis="y", labelsize=8)
     ax.set_title(title + (f" (first {len(shown)} of {len(rows)})" if len(rows) > len(shown)
                           else ""), fontsize=10)
