@@ -192,7 +192,8 @@ def page_from_compare(result: Any, *, scores: Any = None, source: str | None = N
             sure = p["p_adjusted"] < result.alpha
             verb = "is better than" if sure else "is ahead of, but not separated from,"
             head = (f"{top['model']} {verb} {second['model']} by {diff:.4g} "
-                    f"[{lo:.4g}, {hi:.4g}] ({level}), {adjusted} p = {p['p_adjusted']:.3g}")
+                    f"[{lo:.4g}, {hi:.4g}] ({level}, unadjusted), {adjusted} p = "
+                    f"{p['p_adjusted']:.3g}")
             status = "ok" if sure else "warn"
         how_sure = (f"{top['model']}'s rank interval is {top['rank_ci_low']}-"
                     f"{top['rank_ci_high']}" + (
