@@ -322,6 +322,12 @@ def test_html_path_checked_before_any_work(tmp_path):
     assert status == 2
     status, _, err = run_cli(["bench", "--family", "ilp-m1", "--html", str(tmp_path / "x.pdf")])
     assert status == 2 and "--html" in err
+    status, out, err = run_cli(["compare", str(scores), "--html", str(tmp_path / "c.txt")])
+    assert status == 2 and "--html" in err and out == ""
+    status, out, err = run_cli(["rank", str(scores), "--html", str(tmp_path / "page.html")])
+    assert status == 2 and "exists" in err and out == ""
+    status, out, err = run_cli(["irt", "cat", str(scores), "--html", str(scores)])
+    assert status == 2 and out == ""
 
 
 def test_to_html_and_notebook_fragment():
@@ -378,3 +384,46 @@ def test_audit_page_under_a_time_limit_shows_the_proven_bounds():
     assert page.verdict.status == "warn"
     assert page.verdict.headline == "Time limit reached: T in [2/3, 4/5] at x = 7/10"
     assert "undecided" in page.verdict.meaning
+
+
+def test_rank_page_without_bootstrap_and_with_judges():
+    """No bootstrap: the page says there are no intervals (nothing invented); a judge-weighted
+    fit lists each judge's reliability."""
+    from evalcert.compare.counts import CountsBuilder
+    from evalcert.compare.leaderboard import rank
+    from evalcert.report.compare import page_from_rank
+
+    b = CountsBuilder()
+    a, c = b.codes(["x", "y", "z", "x"] * 5), b.codes(["y", "z", "x", "z"] * 5)
+    b.add(a, c, np.array([0, 0, 0, 1] * 5), judge=b.judge_codes(["j1", "j2"] * 10))
+    result = rank(b.build(), judge_weighted=True)
+    page = Page(result.to_html())
+    assert "no bootstrap: no intervals" in page.texts["verdict"]
+    assert {row[0][0] for row in page.tables["judges"]["rows"]} == {"j1", "j2"}
+    assert all(r[6][0] == "–" for r in page.tables["leaderboard"]["rows"])
+    assert page_from_rank(result).verdict.status == "info"
+
+
+def test_cat_page_when_the_whole_bank_is_given():
+    """--max-items at least the bank: nothing was saved, and the page says so instead of
+    claiming the adaptive test beats the baselines."""
+    from evalcert.irt.cat import simulate_cat
+    from evalcert.irt.information import ItemParameters
+    from evalcert.report.cat import page_from_cat
+
+    rng = np.random.default_rng(0)
+    b, theta = rng.normal(size=8), rng.normal(size=30)
+    Y = (rng.random((30, 8)) < 1 / (1 + np.exp(b - theta[:, None]))) * 1.0
+    bank = ItemParameters(np.ones(8), b, np.zeros(8), tuple(f"q{j}" for j in range(8)), "rasch")
+    page = page_from_cat(simulate_cat(bank, Y, holdout=None, max_items=8))
+    assert page.verdict.status == "info" and "whole bank" in page.verdict.meaning
+    assert page.verdict.headline.startswith("8 of 8 items")
+
+
+def test_heat_map_table_checks_its_levels():
+    from evalcert.report.page import Table
+
+    with pytest.raises(ValueError, match="one level per cell"):
+        Table(("a", "b"), ((1, 2),), shade=((1,),))
+    with pytest.raises(ValueError, match="-4 to 4"):
+        Table(("a",), ((1,),), shade=((5,),))
