@@ -3,20 +3,6 @@
 
 The paths were checked before any work ran (:func:`evalcert.io.outputs.check_outputs`);
 the figure is drawn only when ``--plot`` was given, the page only when ``--html`` was.
-
-Examples
---------
->>> import argparse, tempfile
->>> from pathlib import Path
->>> from evalcert import alarm
->>> tmp = tempfile.TemporaryDirectory()
->>> args = argparse.Namespace(json=str(Path(tmp.name) / "a.json"), plot=None,
-...                           html=str(Path(tmp.name) / "a.html"), command_line="evalcert x")
->>> finish(args, alarm({"a": {"x": 3, "y": 1}}, "1/2"))       # doctest: +ELLIPSIS
-wrote .../a.json
-wrote .../a.html
-0
->>> tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -44,6 +30,20 @@ def finish(args: argparse.Namespace, result: Any, *,
         Draws the figure to the path it is given.
     page : mapping, optional
         Keyword arguments of the result's ``page_from_...`` function (``source=``, ...).
+
+    Examples
+    --------
+    >>> import argparse, tempfile
+    >>> from pathlib import Path
+    >>> from evalcert import alarm
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> args = argparse.Namespace(json=str(Path(tmp.name) / "a.json"), plot=None,
+    ...                           html=str(Path(tmp.name) / "a.html"), command_line="evalcert x")
+    >>> finish(args, alarm({"a": {"x": 3, "y": 1}}, "1/2"))       # doctest: +ELLIPSIS
+    wrote .../a.json
+    wrote .../a.html
+    0
+    >>> tmp.cleanup()
     """
     if getattr(args, "json", None):
         result.to_json(args.json)

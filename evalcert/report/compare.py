@@ -119,10 +119,17 @@ def _difference_matrix(result: Any) -> Figure:
     from evalcert.plots.compare import plot_pairwise_matrix
 
     K = len(result.ranks)
-    side = float(np.clip(0.2 * K + 3.0, 4.0, 12.0))
+    side = float(np.clip(0.2 * K + 3.0, 4.0, 8.0))
     fig = new_figure(side + 1.0, side)
     ax = fig.subplots()
     plot_pairwise_matrix(result, ax)
+    for image in ax.images:             # flat cells: a PNG of a large matrix stays small
+        image.set_interpolation("nearest")
+        image.set_interpolation_stage("data")
+    size = float(np.clip(160 / max(K, 1), 4.0, 8.0))      # 58 names fit on 8 inches
+    ax.tick_params(labelsize=size)
+    for text in ax.texts:
+        text.set_fontsize(size)
     ax.set_title(ax.get_title(), fontsize=9)
     fig.tight_layout()
     return Figure(figure_uri(fig), alt="matrix of differences in mean score",
