@@ -90,8 +90,8 @@ def _forest(rows: Sequence[dict], *, value: str, low: str, high: str, label: str
 
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.tick_params(axis="y", labelsize=8)
-    ax.set_title(title + (f" (first {len(shown)} of {len(rows)})" if len(rows) > len(shown)
-                          else ""), fontsize=10)
+    ax.set_title(f"{title} (first {len(shown)} of {len(rows)} models)" if len(rows) > len(shown)
+                 else f"{title} ({len(rows)} models)", fontsize=10)
     fig.tight_layout()
     return Figure(figure_uri(fig), alt="forest plot of the ranking with intervals",
                   caption=caption, id=id, half=True)
@@ -222,7 +222,7 @@ def page_from_compare(result: Any, *, scores: Any = None, source: str | None = N
     if ranks:
         blocks.append(_forest(ranks, value="rank", low="rank_ci_low", high="rank_ci_high",
                               label=f"rank ({level} simultaneous interval)",
-                              title=f"ranking ({len(ranks)} models)",
+                              title="ranking",
                               caption=f"Each model's rank (dot) with its {level} "
                                       f"simultaneous interval ({result.rank_method}); "
                                       "intervals that overlap are not separated."))
@@ -354,7 +354,7 @@ def page_from_rank(result: Any, *, source: str | None = None, command: str | Non
     blocks: list[Any] = [_forest(
         rows, value="elo", low="elo_ci_low", high="elo_ci_high",
         label=f"Elo ({level} bootstrap interval)" if boot else "Elo",
-        title=f"leaderboard ({len(rows)} models)",
+        title="leaderboard",
         caption=(f"Elo (dot) with its {level} bootstrap interval over battles."
                  if boot else "Elo of each model (no bootstrap: no intervals).")),
         _forest(rows, value="rank", low="rank_ci_low", high="rank_ci_high",
