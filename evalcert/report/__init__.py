@@ -98,10 +98,10 @@ def to_html(result: Any, path: str | os.PathLike[str] | None = None, **context: 
     >>> to_html(alarm({"a": {"x": 3, "y": 1}}, "1/2"))[:15]
     '<!DOCTYPE html>'
     """
-    text = render(page_for(result, **context))
+    page = page_for(result, **context)
     if path is not None:
-        Path(path).write_text(text, encoding="utf-8")
-    return text
+        write_html(page, path)
+    return render(page)
 
 
 def repr_html(result: Any) -> str:

@@ -139,7 +139,10 @@ def render_fragment(page: Page) -> str:
 def write_html(page: Page, path: str | os.PathLike[str]) -> Path:
     """Write ``render(page)`` to ``path`` (UTF-8); return the path.
 
-    The caller checks the path first (the CLI: :func:`evalcert.io.outputs.check_outputs`).
+    The caller checks the path first (the CLI: :func:`evalcert.io.outputs.check_outputs`);
+    the file is written like every output of evalcert, through
+    :func:`evalcert.io.outputs.writing` (a temporary file beside it, then moved into place,
+    so a link planted after the check is not followed and a failed write leaves nothing).
 
     Examples
     --------
@@ -152,6 +155,10 @@ def write_html(page: Page, path: str | os.PathLike[str]) -> Path:
     ...     out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     True
     """
+    from evalcert.io.outputs import writing
+
     out = Path(path)
-    out.write_text(render(page), encoding="utf-8")
+    text = render(page)
+    with writing(out) as tmp:           # a temporary file moved into place (the CLI's policy)
+        tmp.write_text(text, encoding="utf-8")
     return out
