@@ -484,7 +484,7 @@ def simulate_cat(model: Any, Y: Any, *, holdout: float | None = 0.2, max_items: 
             raise InputError(f"{int((~train.observed.any(axis=0)).sum())} items have no "
                              "response among the calibration models; drop them or change "
                              "the seed")
-        fit = model.clone().fit(np.where(train.observed, train.values, np.nan))
+        fit = model.clone().fit(train.to_frame())  # warnings name the file's items
         params, prior = _bank(fit, prior)
         n_train = int((~test).sum())
         targets_from = np.asarray(fit.abilities_, float)
