@@ -262,6 +262,15 @@ def m2pl_em(Y: np.ndarray, observed: np.ndarray, *, dims: int, n_points: int | N
     ``n_iter``, ``converged``, ``n_parameters``, ``seconds``, ``n_nodes``,
     ``max_score`` (largest projected score at the end) and ``at_bound`` (items with a
     slope held at :data:`SLOPE_LIMIT`).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(1)
+    >>> theta, d = rng.normal(size=(300, 1)), rng.normal(size=6)
+    >>> Y = (rng.random((300, 6)) < 1 / (1 + np.exp(-(1.2 * theta + d)))).astype(float)
+    >>> out = m2pl_em(Y, np.ones(Y.shape, bool), dims=1, n_points=21)
+    >>> out["converged"], out["n_parameters"], bool(out["max_score"] <= 1e-4)
+    (True, 12, True)
     """
     with threadpool_limits(1):
         return _m2pl_em(Y, observed, dims=dims, n_points=n_points, tol=tol,
