@@ -104,7 +104,13 @@ def panel_of(judge: str, panels: Mapping[str, str] = PANELS) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class Vote:
-    """One human vote of the public layout (``winner`` already read as a, b or tie)."""
+    """One human vote of the public layout (``winner`` already read as a, b or tie).
+
+    Examples
+    --------
+    >>> Vote("82", "gpt-4", "claude-v1", "1", "expert_0", "b").label
+    'b'
+    """
 
     question_id: str
     model_a: str
@@ -117,7 +123,14 @@ class Vote:
 @dataclasses.dataclass(frozen=True)
 class KeyRow:
     """One comparison of the key: its orientation and, per panel, the grade (None when the
-    panel has fewer than its minimum votes), the exact weights and the number of votes."""
+    panel has fewer than its minimum votes), the exact weights and the number of votes.
+
+    Examples
+    --------
+    >>> row = weighted_vote_key([("1", "x", "y", "1", "author_0", "tie")], ["authors"]).rows[0]
+    >>> row.grades, row.weights, row.n_votes
+    (('tie',), ((Fraction(1, 2), Fraction(1, 2)),), (1,))
+    """
 
     question_id: str
     model_a: str
@@ -191,9 +204,10 @@ class VoteKey(ResultMixin):
                  *self.label_counts(p).values()]
                 for p, n, m in zip(self.panels, self.votes_used, self.min_votes)]
         complete = sum(all(g is not None for g in r.grades) for r in self.rows)
-        text = (f"weighted-vote key (App. B): {len(self.rows)} comparisons, {complete} graded "
-                f"by every panel; {self.flipped} votes cast in the other model order "
-                "turned round\n"
+        text = (f"weighted-vote key (App. B): {len(self.rows)} comparison"
+                f"{'s' * (len(self.rows) != 1)}, {complete} graded by every panel; "
+                f"{self.flipped} panel vote{'s' * (self.flipped != 1)} cast with the models "
+                "in the other order turned round\n"
                 + format_table(rows, ["panel", "votes", "graded", "too few votes",
                                       "min votes", "a", "b", "tie"]))
         if self.votes_other:
