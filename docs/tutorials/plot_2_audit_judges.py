@@ -123,6 +123,6 @@ print(f"M=1: T = {result.T};  M=2: T = {result_m2.T}; "
 # ------------------------------
 # .. code-block:: bash
 #
-#    evalcert audit judgments.jsonl --threshold 0.5 --plot curve.png \
-#        --plot-per-label labels.png
+#    evalcert audit judgments.jsonl --threshold 0.5 --plot curve.png
+#    evalcert audit judgments.jsonl --plot-per-label labels.png
 #    evalcert audit judgments.jsonl --threshold 0.5 --m 2 --json audit.json
