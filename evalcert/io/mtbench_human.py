@@ -116,7 +116,7 @@ def read_mtbench_human(path: str | Path) -> tuple[Any, dict[str, Any]]:
         raise InputError(f"{path}: MT-Bench human judgments need columns {list(COLUMNS)} "
                          f"(turn optional); missing {missing}, found {list(frame.columns)[:8]}")
     turn_absent = "turn" not in frame.columns
-    out = frame.reindex(columns=list(COLUMNS)).fillna({"turn": "1"})
+    out = (frame.assign(turn="1") if turn_absent else frame)[list(COLUMNS)].copy()
     for c in out.columns:
         out[c] = out[c].map(lambda v: "" if v is None else str(v).strip())
     empty = (out[["question_id", "model_a", "model_b", "judge"]] == "").any(axis=1)

@@ -31,9 +31,10 @@ that give Table I and checks the columns, the caption's (4, 14, 7) and authors'
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
 
 from evalcert.errors import InputError
 from evalcert.results import ResultMixin, format_table, list_names
@@ -143,7 +144,8 @@ class KeyRow:
 
 @dataclasses.dataclass(frozen=True)
 class VoteKey(ResultMixin):
-    """The weighted-vote key of every comparison (App. B).
+    """The weighted-vote key of every comparison (App. B), one row per comparison with at
+    least one vote of a panel, sorted by (turn, question, models).
 
     Attributes
     ----------
@@ -151,15 +153,19 @@ class VoteKey(ResultMixin):
         The key's columns (``experts``, ``authors``).
     min_votes : tuple of int
         Fewest votes each panel needs for a grade.
-    rows : tuple of KeyRow
-        One per comparison with at least one vote of a panel, sorted by
-        (turn, question, models).
+    question_id, model_a, model_b, turn : ndarray of str, shape (C,)
+        Each comparison, in the orientation held by most of its votes.
+    counts : ndarray of int64, shape (C, P, 3)
+        Per comparison and panel, the votes for ``a``, ``b`` and ``tie`` in that
+        orientation; the weights are ``(n_a + n_tie/2, n_b + n_tie/2)``, exactly.
+    codes : ndarray of int8, shape (C, P)
+        The grade: 0 ``a``, 1 ``b``, 2 ``tie``, -1 none (fewer than the minimum votes).
     votes_used : tuple of int
         Votes of each panel counted.
     votes_other : dict
         Votes of judges in no panel, by judge (not used).
     flipped : int
-        Votes cast with the models in the other order, swapped to the comparison's.
+        Panel votes cast with the models in the other order, swapped to the comparison's.
 
     Examples
     --------
@@ -173,39 +179,60 @@ class VoteKey(ResultMixin):
 
     panels: tuple[str, ...]
     min_votes: tuple[int, ...]
-    rows: tuple[KeyRow, ...]
+    question_id: np.ndarray
+    model_a: np.ndarray
+    model_b: np.ndarray
+    turn: np.ndarray
+    counts: np.ndarray
+    codes: np.ndarray
     votes_used: tuple[int, ...]
     votes_other: dict[str, int]
     flipped: int
 
+    def __len__(self) -> int:
+        return int(len(self.codes))
+
+    @property
+    def rows(self) -> tuple[KeyRow, ...]:
+        """Every comparison as a :class:`KeyRow` (exact weights as Fractions)."""
+        out = []
+        for k in range(len(self)):
+            c = self.counts[k].tolist()
+            out.append(KeyRow(
+                str(self.question_id[k]), str(self.model_a[k]), str(self.model_b[k]),
+                str(self.turn[k]),
+                tuple(None if g < 0 else VOTE_LABELS[g] for g in self.codes[k].tolist()),
+                tuple((a + Fraction(t, 2), b + Fraction(t, 2)) for a, b, t in c),
+                tuple(sum(x) for x in c)))
+        return tuple(out)
+
     def graded(self, panel: str) -> int:
         """Comparisons the panel grades."""
-        p = self.panels.index(panel)
-        return sum(r.grades[p] is not None for r in self.rows)
+        return int((self.codes[:, self.panels.index(panel)] >= 0).sum())
 
     def label_counts(self, panel: str) -> dict[str, int]:
         """``{a, b, tie: count}`` of the panel's grades (Table I's caption: 4, 14, 7)."""
-        p = self.panels.index(panel)
-        got = Counter(r.grades[p] for r in self.rows if r.grades[p] is not None)
-        return {lab: got.get(lab, 0) for lab in VOTE_LABELS}
+        col = self.codes[:, self.panels.index(panel)]
+        return {lab: int((col == k).sum()) for k, lab in enumerate(VOTE_LABELS)}
 
     def to_frame(self) -> Any:
         """Table I's layout: ``question_id, model_a, model_b, turn`` and one column per panel
         (empty where the panel has no grade)."""
         import pandas as pd
 
-        return pd.DataFrame(
-            [(r.question_id, r.model_a, r.model_b, r.turn,
-              *[g if g is not None else "" for g in r.grades]) for r in self.rows],
-            columns=["question_id", "model_a", "model_b", "turn", *self.panels], dtype=str)
+        names = np.array(VOTE_LABELS + ("",), dtype=object)
+        cols = {"question_id": self.question_id, "model_a": self.model_a,
+                "model_b": self.model_b, "turn": self.turn}
+        cols.update({p: names[self.codes[:, k]] for k, p in enumerate(self.panels)})
+        return pd.DataFrame(cols, dtype=str)
 
     def summary(self) -> str:
-        rows = [[p, n, self.graded(p), len(self.rows) - self.graded(p), m,
+        rows = [[p, n, self.graded(p), len(self) - self.graded(p), m,
                  *self.label_counts(p).values()]
                 for p, n, m in zip(self.panels, self.votes_used, self.min_votes)]
-        complete = sum(all(g is not None for g in r.grades) for r in self.rows)
-        text = (f"weighted-vote key (App. B): {len(self.rows)} comparison"
-                f"{'s' * (len(self.rows) != 1)}, {complete} graded by every panel; "
+        complete = int((self.codes >= 0).all(axis=1).sum())
+        text = (f"weighted-vote key (App. B): {len(self)} comparison"
+                f"{'s' * (len(self) != 1)}, {complete} graded by every panel; "
                 f"{self.flipped} panel vote{'s' * (self.flipped != 1)} cast with the models "
                 "in the other order turned round\n"
                 + format_table(rows, ["panel", "votes", "graded", "too few votes",
@@ -217,14 +244,19 @@ class VoteKey(ResultMixin):
         return text
 
 
-def _as_votes(votes: Any) -> list[Vote]:
-    if hasattr(votes, "itertuples"):                 # a DataFrame with the Vote fields
-        names = [f.name for f in dataclasses.fields(Vote)]
+def _as_frame(votes: Any) -> Any:
+    import pandas as pd
+
+    names = [f.name for f in dataclasses.fields(Vote)]
+    if hasattr(votes, "columns"):                     # a DataFrame with the Vote fields
         missing = [c for c in names if c not in votes.columns]
         if missing:
             raise InputError(f"votes need columns {names}; missing {missing}")
-        return [Vote(*map(str, row)) for row in votes[names].itertuples(index=False)]
-    return [v if isinstance(v, Vote) else Vote(*map(str, v)) for v in votes]
+        return votes[names].astype(str).reset_index(drop=True)
+    rows = [dataclasses.astuple(v) if isinstance(v, Vote) else tuple(v) for v in votes]
+    if any(len(r) != len(names) for r in rows):
+        raise InputError(f"each vote is ({', '.join(names)})")
+    return pd.DataFrame(rows, columns=names, dtype=object).astype(str)
 
 
 def _parse_min(min_votes: Mapping[str, int] | None, panels: Sequence[str]) -> tuple[int, ...]:
@@ -238,9 +270,24 @@ def _parse_min(min_votes: Mapping[str, int] | None, panels: Sequence[str]) -> tu
     return out
 
 
+def _natural_rank(values: Any) -> np.ndarray:
+    """Rank of each distinct value, numbers first and as numbers (question 82 before 105),
+    then text."""
+    text = np.asarray(values, dtype=str)
+    digits = np.char.isdigit(text) & (np.char.str_len(text) <= 18)
+    num = np.where(digits, text, "0").astype(np.int64)
+    rank = np.empty(len(text), dtype=np.int64)
+    rank[np.lexsort((text, num, ~digits))] = np.arange(len(text))
+    return rank
+
+
 def weighted_vote_key(votes: Any, panels: Mapping[str, str] | Sequence[str] = PANELS,
                       min_votes: Mapping[str, int] | None = None) -> VoteKey:
     """Build the weighted-vote key of App. B, one grade per (comparison, panel).
+
+    Vectorised over the votes: each (comparison, panel) keeps its counts of ``a``, ``b`` and
+    ``tie`` votes, whose weights ``(n_a + n_tie/2, n_b + n_tie/2)`` compare exactly as
+    ``n_a`` against ``n_b`` (tested against :func:`weighted_vote`, which adds Fractions).
 
     Parameters
     ----------
@@ -269,46 +316,66 @@ def weighted_vote_key(votes: Any, panels: Mapping[str, str] | Sequence[str] = PA
         raise InputError("give at least one panel (e.g. experts)")
     names = tuple(panels)
     mins = _parse_min(min_votes, names)
-    groups: dict[tuple[str, str, frozenset[str]], list[Vote]] = defaultdict(list)
-    other: Counter = Counter()
-    for v in _as_votes(votes):
-        if v.label not in VOTE_LABELS:
-            raise InputError(f"vote {v.label!r} of {v.judge} on question {v.question_id}: "
-                             f"one of {list(VOTE_LABELS)}")
-        if v.model_a == v.model_b:
-            raise InputError(f"question {v.question_id}: {v.model_a} against itself is not "
-                             "a comparison")
-        groups[(v.turn, v.question_id, frozenset((v.model_a, v.model_b)))].append(v)
-    rows, used, flipped = [], [0] * len(names), 0
-    for (turn, qid, _), group in groups.items():
-        order = Counter((v.model_a, v.model_b) for v in group)
-        # most votes' orientation; between equals, the models in sorted order
-        orient = max(order, key=lambda ab: (order[ab], ab[0] < ab[1]))
-        by_panel: dict[str, list[str]] = defaultdict(list)
-        for v in group:
-            panel = panel_of(v.judge, panels)
-            if panel is None:
-                other[v.judge] += 1
-                continue
-            same = (v.model_a, v.model_b) == orient
-            flipped += not same
-            by_panel[panel].append(v.label if same else _SWAP[v.label])
-        if not by_panel:
-            continue
-        grades, weights, counts = [], [], []
-        for p, name in enumerate(names):
-            got = by_panel.get(name, [])
-            used[p] += len(got)
-            weights.append(vote_weights(got))
-            counts.append(len(got))
-            grades.append(weighted_vote(got) if len(got) >= mins[p] else None)
-        rows.append(KeyRow(qid, orient[0], orient[1], turn, tuple(grades), tuple(weights),
-                           tuple(counts)))
-    rows.sort(key=lambda r: (_natural(r.turn), _natural(r.question_id), r.model_a, r.model_b))
-    return VoteKey(names, mins, tuple(rows), tuple(used), dict(sorted(other.items())),
-                   flipped)
+    import pandas as pd
 
-
-def _natural(text: str) -> tuple[int, int | str]:
-    """Sort numbers as numbers (question 82 before 105), other text after them."""
-    return (0, int(text)) if text.isdigit() else (1, text)
+    v = _as_frame(votes)
+    n = len(v)
+    lab = v["label"]
+    is_a, is_b = (lab == "a").to_numpy(bool), (lab == "b").to_numpy(bool)
+    bad = ~(is_a | is_b | (lab == "tie").to_numpy(bool))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise InputError(f"vote {lab[k]!r} of {v['judge'][k]} on question "
+                         f"{v['question_id'][k]}: one of {list(VOTE_LABELS)} "
+                         f"({int(bad.sum())} such votes)")
+    # integer codes for every name; models in sorted order, so codes compare like names
+    mcode, models = pd.factorize(np.concatenate([v["model_a"].to_numpy(object),
+                                                 v["model_b"].to_numpy(object)]), sort=True)
+    ca, cb = mcode[:n], mcode[n:]
+    if (ca == cb).any():
+        k = int(np.flatnonzero(ca == cb)[0])
+        raise InputError(f"question {v['question_id'][k]}: {models[ca[k]]} against itself is "
+                         "not a comparison")
+    qcode, questions = pd.factorize(v["question_id"])
+    tcode, turns = pd.factorize(v["turn"])
+    jcode, judges = pd.factorize(v["judge"])
+    # panel of each judge (the first prefix that matches), one test per distinct judge
+    jpanel = np.array([next((k for k, pre in enumerate(panels.values())
+                             if str(j).startswith(pre)), -1) for j in judges], dtype=np.int64)
+    panel = jpanel[jcode]
+    sorted_ab = ca < cb
+    lo, hi = np.minimum(ca, cb), np.maximum(ca, cb)
+    group = pd.DataFrame({"t": tcode, "q": qcode, "lo": lo, "hi": hi}).groupby(
+        ["t", "q", "lo", "hi"], sort=False).ngroup().to_numpy()
+    n_groups = int(group.max()) + 1 if n else 0
+    # orientation held by most votes of the comparison (all judges); equal: sorted order
+    n_sorted = np.bincount(group, weights=sorted_ab, minlength=n_groups)
+    keep_sorted = 2 * n_sorted >= np.bincount(group, minlength=n_groups)
+    as_cast = sorted_ab == keep_sorted[group]          # the vote's order is the comparison's
+    code = np.where(is_a, 0, np.where(is_b, 1, 2))
+    code = np.where(as_cast | (code == 2), code, 1 - code)
+    mine = panel >= 0
+    counts = np.zeros((n_groups, len(names), 3), dtype=np.int64)
+    np.add.at(counts, (group[mine], panel[mine], code[mine]), 1)
+    total = counts.sum(axis=2)
+    has = total.sum(axis=1) > 0
+    counts, total = counts[has], total[has]
+    codes = np.where(counts[:, :, 0] > counts[:, :, 1], 0,
+                     np.where(counts[:, :, 1] > counts[:, :, 0], 1, 2)).astype(np.int8)
+    codes[total < np.array(mins)[None, :]] = -1
+    first = np.full(n_groups, -1, dtype=np.int64)
+    first[group[::-1]] = np.arange(n)[::-1]            # a vote of each comparison
+    first, ks = first[has], keep_sorted[has]
+    a_side = np.where(ks, lo[first], hi[first])
+    b_side = np.where(ks, hi[first], lo[first])
+    q_rank, t_rank = _natural_rank(questions)[qcode[first]], _natural_rank(turns)[tcode[first]]
+    order = np.lexsort((b_side, a_side, q_rank, t_rank))
+    per_judge = np.bincount(jcode, minlength=len(judges))
+    other = {str(judges[k]): int(per_judge[k]) for k in np.flatnonzero(jpanel < 0)}
+    models = np.asarray(models, dtype=object)
+    return VoteKey(names, mins, np.asarray(questions, dtype=object)[qcode[first]][order],
+                   models[a_side][order], models[b_side][order],
+                   np.asarray(turns, dtype=object)[tcode[first]][order],
+                   counts[order], codes[order],
+                   tuple(int(x) for x in np.bincount(panel[mine], minlength=len(names))),
+                   dict(sorted(other.items())), int((mine & ~as_cast).sum()))
