@@ -185,12 +185,14 @@ def plot_pspace(spaces: PSpace | Sequence[PSpace], path: str | Path | None = Non
     def draw(ax, space, mask, color, size, alpha, label):
         nonlocal thinned
         idx = np.flatnonzero(mask)
-        if len(idx) > max_points:
+        total = len(idx)
+        if total > max_points:
             idx, thinned = np.sort(rng.choice(idx, max_points, replace=False)), True
         p_a, p_aa, p_bb = (c[idx] for c in space.coordinates())
         ok = ~(np.isnan(p_aa) | np.isnan(p_bb))
-        ax.scatter(p_a[ok], p_aa[ok], p_bb[ok], s=size, c=color, alpha=alpha,
-                   depthshade=False, label=f"{label} ({len(idx):,})" if label else None)
+        ax.scatter(p_a[ok], p_aa[ok], p_bb[ok], s=size if len(idx) <= 2000 else 1, c=color,
+                   alpha=alpha, depthshade=False,
+                   label=f"{label} ({total:,})" if label else None)
         segs = [[(x, 0.0, z), (x, 1.0, z)] if np.isnan(y) else [(x, y, 0.0), (x, y, 1.0)]
                 for x, y, z in zip(p_a[~ok], p_aa[~ok], p_bb[~ok])
                 if not (np.isnan(y) and np.isnan(z))]
