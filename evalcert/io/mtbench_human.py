@@ -83,6 +83,9 @@ def _frame(path: Path) -> Any:
             frame["judge"] = frame["judge"].map(_judge)
         return frame
     if fmt in ("jsonl", "json"):
+        from evalcert.io.tables import _require_read_memory
+
+        _require_read_memory(path)             # refused before parsing when it cannot fit
         recs = _records(path)
         if len(recs) > _MAX_VOTES:
             raise InputError(f"{path}: {len(recs):,} records; at most {_MAX_VOTES:,} votes")
@@ -206,7 +209,16 @@ def build_key(path: str | Path, panels: str | Sequence[str] | None = None,
         votes = votes[keep]
         if votes.empty:
             raise InputError(f"{path}: no votes of turn {turn}")
-    return weighted_vote_key(votes, parse_panels(panels), parse_min_votes(min_votes)), source
+    chosen = parse_panels(panels)
+    key = weighted_vote_key(votes, chosen, parse_min_votes(min_votes))
+    if not len(key):
+        from evalcert.results import list_names
+
+        raise InputError(f"{path}: no votes of the panels "
+                         + ", ".join(f"{k} ({v}*)" for k, v in chosen.items())
+                         + f"; its judges are {list_names(sorted(key.votes_other))} "
+                         "(name a panel with --key NAME=JUDGE_PREFIX)")
+    return key, source
 
 
 def write_key(key: Any, out: str | Path) -> int:

@@ -103,3 +103,11 @@ def test_cli_key_options_need_the_format(tmp_path):
     code, _, err = run_cli(["convert", str(src), "--format", "mtbench-human", "--out",
                             str(tmp_path / "k.csv"), "--min-votes", "experts"])
     assert code == 2 and "PANEL=N" in err
+
+
+def test_no_panel_votes_refused_naming_the_judges(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("question_id,model_a,model_b,winner,judge\n1,x,y,tie,gpt4_pair\n")
+    with pytest.raises(InputError, match="its judges are gpt4_pair"):
+        build_key(path)
+    assert len(build_key(path, "gpt4=gpt4")[0]) == 1
