@@ -6,7 +6,7 @@ counts ``1`` for the model it picks, and a ``tie`` vote is split into two ``1/2`
 one for each model. The comparison's grade is the model with more weight, and ``tie``
 when the weights are equal ("two experts voting (model a, tie) is a preference for model
 a"). Since a tie vote adds ``1/2`` to both sides, the grade is the sign of
-``#a - #b``: tie votes never move it, and they decide nothing alone except a tie.
+``#a - #b``: tie votes never move it (only tie votes: a tie).
 
 The paper allows comparisons "that had just grades by one author" for the authors panel,
 which reads as: the experts panel needs at least two votes. That is
@@ -21,7 +21,8 @@ swapped when it was cast the other way. The result therefore does not depend on 
 order of the votes (tested).
 
 What the public layout gives of Table I: both columns row by row, once the 25 turn-1
-comparisons are chosen; which 25 of the 1,200 the paper chose App. B does not say, so
+comparisons are chosen; which 25 of the turn-1 comparisons the paper chose App. B does
+not say, so
 the row set is not reproducible from the layout (tests/logic/test_keys.py builds votes
 that give Table I and checks the columns, the caption's (4, 14, 7) and authors'
 (5, 10, 10)). The gpt4 column is one judge's verdict per comparison (the dataset's
@@ -340,8 +341,8 @@ def weighted_vote_key(votes: Any, panels: Mapping[str, str] | Sequence[str] = PA
     tcode, turns = pd.factorize(v["turn"])
     jcode, judges = pd.factorize(v["judge"])
     # panel of each judge (the first prefix that matches), one test per distinct judge
-    jpanel = np.array([next((k for k, pre in enumerate(panels.values())
-                             if str(j).startswith(pre)), -1) for j in judges], dtype=np.int64)
+    found = [panel_of(str(j), panels) for j in judges]
+    jpanel = np.array([-1 if f is None else names.index(f) for f in found], dtype=np.int64)
     panel = jpanel[jcode]
     sorted_ab = ca < cb
     lo, hi = np.minimum(ca, cb), np.maximum(ca, cb)
