@@ -46,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from evalcert.solvers.backends.base import RawSolution, SolveSettings
-from evalcert.quiet import native_stdout
+from evalcert.quiet import native_stdout, solver_log_enabled
 from evalcert.solvers.certificates import QP
 
 __all__ = ["SOLVERS", "OPTIONS", "DENSE_ONLY", "DENSE_LIMIT", "options", "solve"]
@@ -149,6 +149,7 @@ def solve(qp: QP, solver: str, settings: SolveSettings = SolveSettings(),
         try:
             with native_stdout():  # highspy's banner is printed from C++ on stdout
                 sol = qpsolvers.solve_problem(problem, solver=solver, initvals=x0,
+                                              verbose=solver_log_enabled(),
                                               **options(solver, settings))
         except Exception as exc:  # noqa: BLE001 - a solver's crash is its failure, reported
             return RawSolution(None, None, f"error: {type(exc).__name__}: {str(exc)[:160]}",
