@@ -101,7 +101,7 @@ def options(solver: str, settings: SolveSettings) -> dict:
 def _split(qp: QP) -> tuple[sp.csr_matrix, np.ndarray, sp.csr_matrix, np.ndarray,
                             np.ndarray, np.ndarray, np.ndarray]:
     """``(G, h, A_eq, b_eq)`` and the row indices of equalities, upper and lower sides."""
-    A = qp.A.tocsr()
+    A = qp.A.tocsr().astype(float)  # integer entries: qpsolvers 4.3 hands them to DAQP as is
     eq = np.flatnonzero(qp.l == qp.u)
     up = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.u))
     lo = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.l))
@@ -134,7 +134,7 @@ def solve(qp: QP, solver: str, settings: SolveSettings = SolveSettings(),
 
     start = time.perf_counter()
     G, h, A_eq, b_eq, eq, up, lo = _split(qp)
-    P = qp.P.tocsc()
+    P = qp.P.tocsc().astype(float)
     if solver in DENSE_ONLY:
         size = qp.n * (qp.n + G.shape[0] + A_eq.shape[0])
         if size > DENSE_LIMIT:
