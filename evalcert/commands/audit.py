@@ -139,7 +139,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "proven bounds T in [lo, hi] instead of an exact T")
     parser.add_argument("--no-progress", action="store_true",
                         help="no progress bar on stderr (drawn once an audit passes ~3 s)")
-    parser.add_argument("--verbose", action="store_true", help="progress of ILP solves")
+    parser.add_argument("--verbose", action="store_true", help="progress of ILP solves, and the ILP solver's own log, on stderr")
     parser.set_defaults(func=run)
 
 
@@ -166,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from evalcert.io.outputs import check_outputs
     from evalcert.logic.audit import AuditSpec, run_audit
+    from evalcert.quiet import solver_log
 
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
@@ -193,7 +194,8 @@ def run(args: argparse.Namespace) -> int:
         time_limit=args.time_limit,
         progress=not args.no_progress, verbose=args.verbose, page=args.html is not None,
         plot_per_label=args.plot_per_label, pspace=args.pspace)
-    report = run_audit(spec)
+    with solver_log(args.verbose):  # HiGHS's/CBC's log on stderr; stdout: the result only
+        report = run_audit(spec)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)
     print(report.summary(panel=args.panel, bounds=args.bounds))
