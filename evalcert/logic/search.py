@@ -151,11 +151,12 @@ class KeySearch:
         return range(max(math.ceil(low - 1e-3), math.ceil(lo)),
                      min(math.floor(high + 1e-3), math.floor(hi)) + 1)
 
-    def region(self) -> list[dict[int, int]] | None:
+    def region(self, small: bool = False) -> list[dict[int, int]] | None:
         """Every integer key the LP relaxation allows at the current level, or ``None`` when
         there are (probably) more than ``max_keys``: estimated first along the middle slices
         (the region is convex, so a slice through the middle is at least half the widest),
-        then listed slice by slice."""
+        then listed slice by slice. ``small``: the region is known to be small (it was
+        listed at a lower level, and it shrinks as the level rises): no estimate."""
         r, points = len(self.key), []
 
         def walk(j: int, fixed: dict[int, int], middle: bool) -> int:
@@ -174,7 +175,7 @@ class KeySearch:
             return total * len(values) if middle else total
 
         keys = None
-        if walk(0, {}, True) <= self.max_keys:
+        if small or walk(0, {}, True) <= self.max_keys:
             walk(0, {}, False)
             keys = points if len(points) <= 4 * self.max_keys else None
         self.model.set_objective({})
@@ -281,7 +282,7 @@ class KeySearch:
         whole-Q-complex MILP at a level halfway to the lowest level known infeasible either
         raises ``best`` or lowers that level (bisection). Returns ``(T, keys decided one by
         one)``."""
-        hi, decided, climbed = upper, set(), False
+        hi, decided, climbed, small = upper, set(), False, False
         while True:
             if self.on_step is not None:
                 self.on_step(best, hi, len(decided))
@@ -289,7 +290,8 @@ class KeySearch:
             if best >= upper or level > hi or (level == hi and hi != upper):
                 return best, len(decided)
             self.set_level(level)
-            keys = self.region()
+            keys = self.region(small)
+            small = keys is not None
             if keys is None and not climbed:
                 best, climbed = self._climb(best, hi, record), True
                 continue
@@ -304,15 +306,14 @@ class KeySearch:
                 else:
                     hi = mid
                 continue
-            listed = level
-            for key in self._by_promise(keys, level, decided):
+            raised = False
+            for key in self._by_distance(keys, decided):
                 if self.on_step is not None:
                     self.on_step(best, hi, len(decided))
                 self._fix(key, level)
                 self.model.set_objective({self.best: 1.0}, maximize=True)  # best at the key
-                while ((level == listed or self.model.solve(relax=True) == "Optimal") and
-                       self._solve_fixed(level)):
-                    listed = None  # the level rises: check the LP again first
+                while self.model.solve(relax=True) == "Optimal" and self._solve_fixed(level):
+                    raised = True
                     self.model.write_back()
                     best = record({v.name: v.varValue for v in self.model.variables}, level)
                     level = farey_successor(best, self.n) if best < 1 else best
@@ -320,11 +321,14 @@ class KeySearch:
                         break
                     self.set_level(level)
                     self._fix(key, level)
+                # infeasible at ``level``, so at every higher level too (or the search ends)
                 decided.add(tuple(sorted(key.items())))
                 self.model.set_objective({})
-                if best >= upper or level > hi:  # the level rows are stale: stop the list
+                if raised:  # the level rose: list the (fewer) keys the LP allows there
                     break
             self._fix(None, level)
+            if raised:
+                continue
             return best, len(decided)
 
     def _climb(self, best: Fraction, hi: Fraction,
@@ -364,21 +368,15 @@ class KeySearch:
         self._fix(None, best)
         return best
 
-    def _by_promise(self, keys: list[dict[int, int]], level: Fraction,
-                    decided: set) -> list[dict[int, int]]:
-        """The points whose LP relaxation is feasible at ``level``, highest LP optimum of the
-        best level at the point first (so the level rises early and the later LPs turn
-        infeasible); the others are decided."""
-        promise = []
-        self.model.set_objective({self.best: 1.0}, maximize=True)
-        for k, key in enumerate(keys):
-            tag = tuple(sorted(key.items()))
-            if tag in decided:
-                continue
-            self._fix(key, level)
-            if self.model.solve(relax=True) == "Optimal":
-                promise.append((-self.model.values()[self.best], k))
-            else:
-                decided.add(tag)
-        self.model.set_objective({})
-        return [keys[k] for _, k in sorted(promise)]
+    def _by_distance(self, keys: list[dict[int, int]], decided: set) -> list[dict[int, int]]:
+        """The undecided keys, nearest the middle of the listed ones first: the LP value is
+        concave in the key, so the keys that may reach the highest level lie inside the
+        region (an order only; each key is still decided by its LP and MILP)."""
+        todo = [key for key in keys if tuple(sorted(key.items())) not in decided]
+        if not todo:
+            return []
+        cols = list(todo[0])
+        pts = [[key[c] for c in cols] for key in todo]
+        mid = [sum(col) / len(pts) for col in zip(*pts)]
+        dist = [sum((v - m) ** 2 for v, m in zip(pt, mid)) for pt in pts]
+        return [todo[k] for k in sorted(range(len(todo)), key=dist.__getitem__)]
