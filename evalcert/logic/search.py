@@ -91,6 +91,7 @@ class KeySearch:
         self._alive: list[Any] = []  # the expressions keyed by id() stay alive
         self._spare: dict[tuple[int, ...], int] = {}  # rows of solve_at(require=...)
         self._hull: dict[int, list[int]] = {}  # cut rows per free denominator column
+        self._level_hull: dict[int, list[int]] = {}  # cut rows of level_cuts per D column
         self.key = [self.column(e) for e in q]
         self.levels: list[tuple[int, int, int]] = []  # (row, M column, D column)
         self.best = m.add_column(0, 1, False)  # the best level at a fixed point (objective)
@@ -200,6 +201,62 @@ class KeySearch:
             for row in rows:
                 self.model.set_row_bounds(row, None, None)
 
+    def _set_hull(self, store: dict[int, list[int]], mm: int, d_col: int, level: Fraction,
+                  lo: int, hi: int) -> None:
+        """Rows ``(d2 - d1) (M - m1) >= (m2 - m1) (D - d1)`` for the edges of the lower convex
+        hull of ``(d, ceil(level * d))``, ``lo <= d <= hi`` (integer data, relaxed by 1/2:
+        exact on integers); rows left over from a longer list are freed."""
+        rows = store.setdefault(d_col, [])
+        edges = ceil_hull(level, lo, hi)
+        while len(rows) < len(edges):
+            rows.append(self.model.add_row(None, None, {mm: 0.0, d_col: 0.0}))
+        for k, row in enumerate(rows):
+            if k >= len(edges):
+                self.model.set_row_bounds(row, None, None)
+                continue
+            (d1, m1), (d2, m2) = edges[k]
+            self.model.set_coeff(row, mm, d2 - d1)
+            self.model.set_coeff(row, d_col, -(m2 - m1))
+            self.model.set_row_bounds(row, (d2 - d1) * m1 - (m2 - m1) * d1 - 0.5, None)
+
+    def level_cuts(self, level: Fraction, rounds: int = 3) -> bool:
+        """Convex-hull cuts of ``M >= ceil(level * D)`` for every denominator column ``D``
+        (a key count, or with skipped items a grader's decided items) over the range the
+        LP relaxation allows it at ``level`` with the key free (rounded outwards): valid for
+        every integer point at ``level`` or above, so they stay until :meth:`clear_cuts`,
+        and far tighter than ``b M >= a D`` when the range is narrower than the level's
+        denominator (the Farey successor of the best point has a large one). The LP ranges
+        shrink with the cuts, so this repeats up to ``rounds`` times. ``False`` when the
+        LP relaxation (so the integer program) is infeasible at ``level``."""
+        self._fix(None, level)
+        objective = self.model.objective
+        seen: dict[int, tuple[int, int]] = {}
+        try:
+            for _ in range(rounds):
+                changed = False
+                for _, mm, d_col in self.levels:
+                    ends = [self._extreme(d_col, maximize) for maximize in (False, True)]
+                    if ends[0] is None or ends[1] is None:
+                        return False
+                    lo, hi = max(math.ceil(ends[0] - 1e-3), 0), math.floor(ends[1] + 1e-3)
+                    if lo > hi:
+                        return False
+                    if seen.get(d_col) != (lo, hi):
+                        changed = True
+                        seen[d_col] = (lo, hi)
+                        self._set_hull(self._level_hull, mm, d_col, level, lo, hi)
+                if not changed:
+                    break
+            return True
+        finally:
+            self.model.set_objective(*objective)
+
+    def clear_cuts(self) -> None:
+        """Free the rows of :meth:`level_cuts` (they hold at its level and above only)."""
+        for rows in self._level_hull.values():
+            for row in rows:
+                self.model.set_row_bounds(row, None, None)
+
     def _solve_fixed(self, level: Fraction) -> bool:
         """MILP at the fixed key (:meth:`_fix`) and ``level``, with convex-hull cuts of
         ``M >= ceil(level * D)`` for every denominator ``D`` the key does not fix (skipped
@@ -221,14 +278,7 @@ class KeySearch:
                 if lo > hi:  # no whole number of items in the LP's range
                     self.model.set_objective(*objective)
                     return False
-                rows = self._hull.setdefault(d_col, [])
-                edges = ceil_hull(level, lo, hi)
-                while len(rows) < len(edges):
-                    rows.append(self.model.add_row(None, None, {mm: 0.0, d_col: 0.0}))
-                for row, ((d1, m1), (d2, m2)) in zip(rows, edges):
-                    self.model.set_coeff(row, mm, d2 - d1)
-                    self.model.set_coeff(row, d_col, -(m2 - m1))
-                    self.model.set_row_bounds(row, (d2 - d1) * m1 - (m2 - m1) * d1 - 0.5, None)
+                self._set_hull(self._hull, mm, d_col, level, lo, hi)
             self.model.set_objective(*objective)
         return self.model.solve() == "Optimal"
 
@@ -282,6 +332,13 @@ class KeySearch:
         whole-Q-complex MILP at a level halfway to the lowest level known infeasible either
         raises ``best`` or lowers that level (bisection). Returns ``(T, keys decided one by
         one)``."""
+        try:
+            return self._run(best, upper, record)
+        finally:
+            self.clear_cuts()
+
+    def _run(self, best: Fraction, upper: Fraction,
+             record: Callable[[dict[str, float], Fraction], Fraction]) -> tuple[Fraction, int]:
         hi, decided, climbed, small = upper, set(), False, False
         while True:
             if self.on_step is not None:
@@ -290,6 +347,12 @@ class KeySearch:
             if best >= upper or level > hi or (level == hi and hi != upper):
                 return best, len(decided)
             self.set_level(level)
+            if not self.level_cuts(level):  # the LP is infeasible at the next level: T = best
+                self._fix(None, level)
+                return best, len(decided)
+            if not climbed:  # first raise the start cheaply: the first region is the widest
+                best, climbed = self._climb(best, hi, record), True
+                continue
             keys = self.region(small)
             small = keys is not None
             if keys is None and not climbed:

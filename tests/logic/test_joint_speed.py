@@ -71,3 +71,49 @@ def test_lp_start_and_bound_sandwich_the_brute_force(inst):
     _, old = lp_levels(_joint_builder(dec), Fraction(1), len(dec.items))
     if old is not None:  # the PuLP path's level is infeasible for the LP: so is T_full
         assert truth < old
+
+
+def _splits(counts, r):
+    """Every integer split of each pattern count over ``r`` labels (small cases only)."""
+    import itertools
+
+    per = [[c for c in itertools.product(range(n + 1), repeat=r) if sum(c) == n]
+           for n in counts]
+    for rows in itertools.product(*per):
+        yield np.array(rows, dtype=np.int64)
+
+
+@settings(max_examples=10, deadline=None)
+@given(instance(max_q=5, skip=True), st.integers(0, 3))
+def test_level_cuts_keep_every_integer_point_at_or_above_the_level(inst, pick):
+    """The hull cuts of :meth:`KeySearch.level_cuts` at a level ``f <= T`` cut off no answer
+    key reaching ``f`` (each such split, fixed in the model with its cuts, stays feasible),
+    and they never report the LP infeasible at or below ``T``."""
+    from evalcert.logic.search import KeySearch
+    from evalcert.logic.splits import JointModel
+
+    r, cols = inst
+    cols = [c if any(v >= 0 for v in c) else [0] + c[1:] for c in cols]
+    dec = decisions(cols, ["a", "b", "c"][:r], on_missing="keep")
+    truth = brute_force_joint(dec)
+    n = len(dec.items)
+    levels = sorted({Fraction(a, b) for b in range(1, n + 1) for a in range(b + 1)
+                     if Fraction(a, b) <= truth})
+    level = levels[-1 - min(pick, len(levels) - 1)]
+    pats, counts = joint_patterns(dec)
+    model = JointModel(dec)
+    finder = KeySearch(model.prob, model.q, model.correct, model.den, n)
+    finder.set_level(level)
+    assert finder.level_cuts(level)
+    cols_x = [[finder.model.index[v.name] for v in row] for row in model.x]
+    for split in _splits(counts.tolist(), r):
+        if _joint_value(pats, split) < level:
+            continue
+        for p, row in enumerate(cols_x):
+            for t, col in enumerate(row):
+                finder.model.set_bounds(col, split[p, t], split[p, t])
+        assert finder.model.solve() == "Optimal", (split.tolist(), level)
+        for p, row in enumerate(cols_x):
+            for t, col in enumerate(row):
+                finder.model.set_bounds(col, 0, int(counts[p]))
+    finder.clear_cuts()
