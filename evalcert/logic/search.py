@@ -26,6 +26,14 @@ range (:func:`~evalcert.logic.levels.ceil_hull`) as rows on ``(D, M)``: valid fo
 integer point, and 30-100x faster infeasibility proofs on 200-item logs with 10% skipped.
 Keys are ordered, and the fixed-key MILP maximises, ``min correct / Q_t`` (``<= correct / D``: a heuristic only).
 
+Issue 25 (item 4): at every level the same hull cuts are added for every denominator over
+the range the LP allows it with the key free (:meth:`KeySearch.level_cuts`; valid at that
+level and above, so they stay until the search ends): the Farey successor of the best point
+has a large denominator, so the cuts are far tighter than ``b M >= a D`` and the region of
+keys shrinks (R = 4, N = 5, Q = 1000: 10 keys instead of 650). The start is raised once by
+:meth:`KeySearch._climb`, keys are decided nearest the middle of the region first (an LP,
+then a MILP, each when reached), and the region is listed again when the level rises.
+
 Feasible answers are re-checked exactly (every constraint in integer arithmetic);
 infeasible answers are the solver's (HiGHS/CBC with a zero gap), cross-checked against
 brute force in the tests.
@@ -79,8 +87,8 @@ class KeySearch:
     >>> def record(values, level):
     ...     return min(Fraction(round(values[f"E_{i}_{t}_{t}"]), round(values[f"Q_{t}"]))
     ...                for i in range(2) for t in range(3) if round(values[f"Q_{t}"]))
-    >>> search.run(Fraction(1, 2), Fraction(1), record)  # (T, keys the LP allowed above 1/2)
-    (Fraction(5, 8), 22)
+    >>> search.run(Fraction(1, 2), Fraction(1), record)  # (T, keys decided one by one)
+    (Fraction(5, 8), 1)
     """
 
     def __init__(self, prob: pulp.LpProblem, q: list, correct: list[list], den: list[list],
@@ -327,11 +335,13 @@ class KeySearch:
         """Raise the attained level ``best`` to ``T`` (at most ``upper``); ``record(values,
         level)`` re-checks a feasible point exactly and returns its value (``>= level``).
 
-        While the LP relaxation allows more than ``max_keys`` keys, first (once) the keys
-        around the LP relaxation's best point are tried (:meth:`_climb`); then one
-        whole-Q-complex MILP at a level halfway to the lowest level known infeasible either
-        raises ``best`` or lowers that level (bisection). Returns ``(T, keys decided one by
-        one)``."""
+        First (once) the keys around the LP relaxation's best point are tried
+        (:meth:`_climb`). At each level, :meth:`level_cuts` tightens the LP (or proves the
+        level unattainable); the keys it allows are listed and decided nearest the middle
+        first, and once a MILP raises the level the (smaller) region is listed again.
+        While the LP allows more than ``max_keys`` keys, one whole-Q-complex MILP at a level
+        halfway to the lowest level known infeasible either raises ``best`` or lowers that
+        level (bisection). Returns ``(T, keys decided one by one)``."""
         try:
             return self._run(best, upper, record)
         finally:
