@@ -312,6 +312,11 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
         rows = []
         for kind, i, t in require:
             corr, den = spec.correct[i][t], spec.den[i][t]
+            if kind == "above" and finder is not None and den is spec.q[t]:
+                # the key fixes den = key[t]: b * correct >= a * key[t] + 1 is, on integers,
+                # correct >= floor(a * key[t] / b) + 1 (a bound the LP sees whole)
+                rows.append(([(corr, 1)], t_val.numerator * key[t] // t_val.denominator + 1))
+                continue
             rows.append(([(corr, t_val.denominator), (den, -t_val.numerator)] if
                          kind == "above" else [(den, 1)], 1))
         if finder is None:

@@ -428,6 +428,12 @@ class HighsModel:
             h.run()
             h.setOptionValue("presolve", "off" if self._relaxed else "choose")
             status = h.getModelStatus()
+        if status == hs.HighsModelStatus.kSolveError:
+            # seen on MILPs after many in-place row changes (highspy 1.16), while the same
+            # model written out and read back solves: solve it once more from scratch
+            h.clearSolver()
+            h.run()
+            status = h.getModelStatus()
         if status == hs.HighsModelStatus.kOptimal:
             return "Optimal"
         if status == hs.HighsModelStatus.kInfeasible:

@@ -26,6 +26,14 @@ range (:func:`~evalcert.logic.levels.ceil_hull`) as rows on ``(D, M)``: valid fo
 integer point, and 30-100x faster infeasibility proofs on 200-item logs with 10% skipped.
 Keys are ordered, and the fixed-key MILP maximises, ``min correct / Q_t`` (``<= correct / D``: a heuristic only).
 
+Issue 25 (item 4): at every level the same hull cuts are added for every denominator over
+the range the LP allows it with the key free (:meth:`KeySearch.level_cuts`; valid at that
+level and above, so they stay until the search ends): the Farey successor of the best point
+has a large denominator, so the cuts are far tighter than ``b M >= a D`` and the region of
+keys shrinks (R = 4, N = 5, Q = 1000: 10 keys instead of 650). The start is raised once by
+:meth:`KeySearch._climb`, keys are decided nearest the middle of the region first (an LP,
+then a MILP, each when reached), and the region is listed again when the level rises.
+
 Feasible answers are re-checked exactly (every constraint in integer arithmetic);
 infeasible answers are the solver's (HiGHS/CBC with a zero gap), cross-checked against
 brute force in the tests.
@@ -79,8 +87,8 @@ class KeySearch:
     >>> def record(values, level):
     ...     return min(Fraction(round(values[f"E_{i}_{t}_{t}"]), round(values[f"Q_{t}"]))
     ...                for i in range(2) for t in range(3) if round(values[f"Q_{t}"]))
-    >>> search.run(Fraction(1, 2), Fraction(1), record)  # (T, keys the LP allowed above 1/2)
-    (Fraction(5, 8), 22)
+    >>> search.run(Fraction(1, 2), Fraction(1), record)  # (T, keys decided one by one)
+    (Fraction(5, 8), 1)
     """
 
     def __init__(self, prob: pulp.LpProblem, q: list, correct: list[list], den: list[list],
@@ -91,6 +99,7 @@ class KeySearch:
         self._alive: list[Any] = []  # the expressions keyed by id() stay alive
         self._spare: dict[tuple[int, ...], int] = {}  # rows of solve_at(require=...)
         self._hull: dict[int, list[int]] = {}  # cut rows per free denominator column
+        self._level_hull: dict[int, list[int]] = {}  # cut rows of level_cuts per D column
         self.key = [self.column(e) for e in q]
         self.levels: list[tuple[int, int, int]] = []  # (row, M column, D column)
         self.best = m.add_column(0, 1, False)  # the best level at a fixed point (objective)
@@ -151,11 +160,12 @@ class KeySearch:
         return range(max(math.ceil(low - 1e-3), math.ceil(lo)),
                      min(math.floor(high + 1e-3), math.floor(hi)) + 1)
 
-    def region(self) -> list[dict[int, int]] | None:
+    def region(self, small: bool = False) -> list[dict[int, int]] | None:
         """Every integer key the LP relaxation allows at the current level, or ``None`` when
         there are (probably) more than ``max_keys``: estimated first along the middle slices
         (the region is convex, so a slice through the middle is at least half the widest),
-        then listed slice by slice."""
+        then listed slice by slice. ``small``: the region is known to be small (it was
+        listed at a lower level, and it shrinks as the level rises): no estimate."""
         r, points = len(self.key), []
 
         def walk(j: int, fixed: dict[int, int], middle: bool) -> int:
@@ -174,7 +184,7 @@ class KeySearch:
             return total * len(values) if middle else total
 
         keys = None
-        if walk(0, {}, True) <= self.max_keys:
+        if small or walk(0, {}, True) <= self.max_keys:
             walk(0, {}, False)
             keys = points if len(points) <= 4 * self.max_keys else None
         self.model.set_objective({})
@@ -199,6 +209,62 @@ class KeySearch:
             for row in rows:
                 self.model.set_row_bounds(row, None, None)
 
+    def _set_hull(self, store: dict[int, list[int]], mm: int, d_col: int, level: Fraction,
+                  lo: int, hi: int) -> None:
+        """Rows ``(d2 - d1) (M - m1) >= (m2 - m1) (D - d1)`` for the edges of the lower convex
+        hull of ``(d, ceil(level * d))``, ``lo <= d <= hi`` (integer data, relaxed by 1/2:
+        exact on integers); rows left over from a longer list are freed."""
+        rows = store.setdefault(d_col, [])
+        edges = ceil_hull(level, lo, hi)
+        while len(rows) < len(edges):
+            rows.append(self.model.add_row(None, None, {mm: 0.0, d_col: 0.0}))
+        for k, row in enumerate(rows):
+            if k >= len(edges):
+                self.model.set_row_bounds(row, None, None)
+                continue
+            (d1, m1), (d2, m2) = edges[k]
+            self.model.set_coeff(row, mm, d2 - d1)
+            self.model.set_coeff(row, d_col, -(m2 - m1))
+            self.model.set_row_bounds(row, (d2 - d1) * m1 - (m2 - m1) * d1 - 0.5, None)
+
+    def level_cuts(self, level: Fraction, rounds: int = 3) -> bool:
+        """Convex-hull cuts of ``M >= ceil(level * D)`` for every denominator column ``D``
+        (a key count, or with skipped items a grader's decided items) over the range the
+        LP relaxation allows it at ``level`` with the key free (rounded outwards): valid for
+        every integer point at ``level`` or above, so they stay until :meth:`clear_cuts`,
+        and far tighter than ``b M >= a D`` when the range is narrower than the level's
+        denominator (the Farey successor of the best point has a large one). The LP ranges
+        shrink with the cuts, so this repeats up to ``rounds`` times. ``False`` when the
+        LP relaxation (so the integer program) is infeasible at ``level``."""
+        self._fix(None, level)
+        objective = self.model.objective
+        seen: dict[int, tuple[int, int]] = {}
+        try:
+            for _ in range(rounds):
+                changed = False
+                for _, mm, d_col in self.levels:
+                    ends = [self._extreme(d_col, maximize) for maximize in (False, True)]
+                    if ends[0] is None or ends[1] is None:
+                        return False
+                    lo, hi = max(math.ceil(ends[0] - 1e-3), 0), math.floor(ends[1] + 1e-3)
+                    if lo > hi:
+                        return False
+                    if seen.get(d_col) != (lo, hi):
+                        changed = True
+                        seen[d_col] = (lo, hi)
+                        self._set_hull(self._level_hull, mm, d_col, level, lo, hi)
+                if not changed:
+                    break
+            return True
+        finally:
+            self.model.set_objective(*objective)
+
+    def clear_cuts(self) -> None:
+        """Free the rows of :meth:`level_cuts` (they hold at its level and above only)."""
+        for rows in self._level_hull.values():
+            for row in rows:
+                self.model.set_row_bounds(row, None, None)
+
     def _solve_fixed(self, level: Fraction) -> bool:
         """MILP at the fixed key (:meth:`_fix`) and ``level``, with convex-hull cuts of
         ``M >= ceil(level * D)`` for every denominator ``D`` the key does not fix (skipped
@@ -220,14 +286,7 @@ class KeySearch:
                 if lo > hi:  # no whole number of items in the LP's range
                     self.model.set_objective(*objective)
                     return False
-                rows = self._hull.setdefault(d_col, [])
-                edges = ceil_hull(level, lo, hi)
-                while len(rows) < len(edges):
-                    rows.append(self.model.add_row(None, None, {mm: 0.0, d_col: 0.0}))
-                for row, ((d1, m1), (d2, m2)) in zip(rows, edges):
-                    self.model.set_coeff(row, mm, d2 - d1)
-                    self.model.set_coeff(row, d_col, -(m2 - m1))
-                    self.model.set_row_bounds(row, (d2 - d1) * m1 - (m2 - m1) * d1 - 0.5, None)
+                self._set_hull(self._hull, mm, d_col, level, lo, hi)
             self.model.set_objective(*objective)
         return self.model.solve() == "Optimal"
 
@@ -276,12 +335,21 @@ class KeySearch:
         """Raise the attained level ``best`` to ``T`` (at most ``upper``); ``record(values,
         level)`` re-checks a feasible point exactly and returns its value (``>= level``).
 
-        While the LP relaxation allows more than ``max_keys`` keys, first (once) the keys
-        around the LP relaxation's best point are tried (:meth:`_climb`); then one
-        whole-Q-complex MILP at a level halfway to the lowest level known infeasible either
-        raises ``best`` or lowers that level (bisection). Returns ``(T, keys decided one by
-        one)``."""
-        hi, decided, climbed = upper, set(), False
+        First (once) the keys around the LP relaxation's best point are tried
+        (:meth:`_climb`). At each level, :meth:`level_cuts` tightens the LP (or proves the
+        level unattainable); the keys it allows are listed and decided nearest the middle
+        first, and once a MILP raises the level the (smaller) region is listed again.
+        While the LP allows more than ``max_keys`` keys, one whole-Q-complex MILP at a level
+        halfway to the lowest level known infeasible either raises ``best`` or lowers that
+        level (bisection). Returns ``(T, keys decided one by one)``."""
+        try:
+            return self._run(best, upper, record)
+        finally:
+            self.clear_cuts()
+
+    def _run(self, best: Fraction, upper: Fraction,
+             record: Callable[[dict[str, float], Fraction], Fraction]) -> tuple[Fraction, int]:
+        hi, decided, climbed, small = upper, set(), False, False
         while True:
             if self.on_step is not None:
                 self.on_step(best, hi, len(decided))
@@ -289,7 +357,14 @@ class KeySearch:
             if best >= upper or level > hi or (level == hi and hi != upper):
                 return best, len(decided)
             self.set_level(level)
-            keys = self.region()
+            if not self.level_cuts(level):  # the LP is infeasible at the next level: T = best
+                self._fix(None, level)
+                return best, len(decided)
+            if not climbed:  # first raise the start cheaply: the first region is the widest
+                best, climbed = self._climb(best, hi, record), True
+                continue
+            keys = self.region(small)
+            small = keys is not None
             if keys is None and not climbed:
                 best, climbed = self._climb(best, hi, record), True
                 continue
@@ -304,15 +379,14 @@ class KeySearch:
                 else:
                     hi = mid
                 continue
-            listed = level
-            for key in self._by_promise(keys, level, decided):
+            raised = False
+            for key in self._by_distance(keys, decided):
                 if self.on_step is not None:
                     self.on_step(best, hi, len(decided))
                 self._fix(key, level)
                 self.model.set_objective({self.best: 1.0}, maximize=True)  # best at the key
-                while ((level == listed or self.model.solve(relax=True) == "Optimal") and
-                       self._solve_fixed(level)):
-                    listed = None  # the level rises: check the LP again first
+                while self.model.solve(relax=True) == "Optimal" and self._solve_fixed(level):
+                    raised = True
                     self.model.write_back()
                     best = record({v.name: v.varValue for v in self.model.variables}, level)
                     level = farey_successor(best, self.n) if best < 1 else best
@@ -320,11 +394,14 @@ class KeySearch:
                         break
                     self.set_level(level)
                     self._fix(key, level)
+                # infeasible at ``level``, so at every higher level too (or the search ends)
                 decided.add(tuple(sorted(key.items())))
                 self.model.set_objective({})
-                if best >= upper or level > hi:  # the level rows are stale: stop the list
+                if raised:  # the level rose: list the (fewer) keys the LP allows there
                     break
             self._fix(None, level)
+            if raised:
+                continue
             return best, len(decided)
 
     def _climb(self, best: Fraction, hi: Fraction,
@@ -364,21 +441,15 @@ class KeySearch:
         self._fix(None, best)
         return best
 
-    def _by_promise(self, keys: list[dict[int, int]], level: Fraction,
-                    decided: set) -> list[dict[int, int]]:
-        """The points whose LP relaxation is feasible at ``level``, highest LP optimum of the
-        best level at the point first (so the level rises early and the later LPs turn
-        infeasible); the others are decided."""
-        promise = []
-        self.model.set_objective({self.best: 1.0}, maximize=True)
-        for k, key in enumerate(keys):
-            tag = tuple(sorted(key.items()))
-            if tag in decided:
-                continue
-            self._fix(key, level)
-            if self.model.solve(relax=True) == "Optimal":
-                promise.append((-self.model.values()[self.best], k))
-            else:
-                decided.add(tag)
-        self.model.set_objective({})
-        return [keys[k] for _, k in sorted(promise)]
+    def _by_distance(self, keys: list[dict[int, int]], decided: set) -> list[dict[int, int]]:
+        """The undecided keys, nearest the middle of the listed ones first: the LP value is
+        concave in the key, so the keys that may reach the highest level lie inside the
+        region (an order only; each key is still decided by its LP and MILP)."""
+        todo = [key for key in keys if tuple(sorted(key.items())) not in decided]
+        if not todo:
+            return []
+        cols = list(todo[0])
+        pts = [[key[c] for c in cols] for key in todo]
+        mid = [sum(col) / len(pts) for col in zip(*pts)]
+        dist = [sum((v - m) ** 2 for v, m in zip(pt, mid)) for pt in pts]
+        return [todo[k] for k in sorted(range(len(todo)), key=dist.__getitem__)]

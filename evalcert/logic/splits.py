@@ -13,6 +13,7 @@ shared by :mod:`~evalcert.logic.pairs`, :mod:`~evalcert.logic.joint` and
 from __future__ import annotations
 
 import itertools
+import weakref
 from fractions import Fraction
 from typing import Any, Callable, Sequence
 
@@ -40,8 +41,29 @@ def joint_patterns(decisions: Decisions) -> tuple[np.ndarray, np.ndarray]:
     >>> patterns.shape, int(counts.sum()), patterns[:2].tolist(), counts[:2].tolist()
     ((7, 2), 25, [[0, 0], [0, 1]], [3, 2])
     """
-    pats, counts = np.unique(decisions.array, axis=0, return_counts=True)
+    hit = _PATTERNS.get(id(decisions))
+    if hit is not None and hit[0]() is decisions:
+        return hit[1], hit[2]
+    arr = np.array(decisions.codes, dtype=np.int64).reshape(len(decisions.items),
+                                                            len(decisions.graders))
+    base, n_g = len(decisions.labels) + 1, arr.shape[1]
+    if n_g * np.log2(base) < 62:  # one integer per row, digits in row order: same order
+        codes = (arr + 1) @ (base ** np.arange(n_g - 1, -1, -1, dtype=np.int64))
+        uniq, first, counts = np.unique(codes, return_index=True, return_counts=True)
+        pats = arr[first]
+    else:
+        pats, counts = np.unique(arr, axis=0, return_counts=True)
+    pats.setflags(write=False)
+    counts.setflags(write=False)
+    if len(_PATTERNS) >= 8:
+        _PATTERNS.pop(next(iter(_PATTERNS)))
+    _PATTERNS[id(decisions)] = (weakref.ref(decisions), pats, counts)
     return pats, counts
+
+
+#: joint_patterns of the last few Decisions (by id, checked by a weak reference): the
+#: alarms call it several times per log, and at Q = 100,000 one call costs ~0.5 s
+_PATTERNS: dict[int, tuple[Any, np.ndarray, np.ndarray]] = {}
 
 
 class JointModel:
@@ -128,7 +150,6 @@ def rounded_joint_point(decisions: Decisions, level: Fraction, solver: str = "hi
     Any such point is consistent under every M (the M=1 and M=2 sets contain the joint
     one), so its value is a proven lower bound on ``T_full <= T_2 <= T_1``.
     """
-    pats, counts = joint_patterns(decisions)
     model = JointModel(decisions)
     spec = _relaxed(lambda key: RatioProgram(model.prob, model.q, model.correct, model.den), level,
                     solver)
@@ -136,14 +157,24 @@ def rounded_joint_point(decisions: Decisions, level: Fraction, solver: str = "hi
         return None
     r = len(decisions.labels)
     frac = np.array([[model.x[p][t].varValue or 0.0 for t in range(r)]
-                     for p in range(len(pats))])
+                     for p in range(len(model.x))])
+    return _round_split(decisions, frac)
+
+
+def _round_split(decisions: Decisions, frac: np.ndarray
+                 ) -> tuple[Fraction, tuple[int, ...], np.ndarray]:
+    """An LP split ``frac[p][t]`` rounded to an exact one (largest remainders per pattern),
+    improved by :func:`improve_split`: ``(exact value, key, split)``."""
+    pats, counts = joint_patterns(decisions)
     x = np.floor(frac + 1e-9).astype(np.int64)
-    x = np.minimum(x, counts[:, None])
+    x = np.minimum(np.maximum(x, 0), counts[:, None])
     for p in range(len(pats)):
         left = int(counts[p] - x[p].sum())
         order = np.argsort(-(frac[p] - x[p]), kind="stable")
         for t in order[:max(left, 0)]:
             x[p, t] += 1
+        while x[p].sum() > counts[p]:  # floor + 1e-9 can overshoot by an item
+            x[p, int(np.argmax(x[p]))] -= 1
     x = improve_split(pats, x)
     return _joint_value(pats, x), tuple(int(v) for v in x.sum(axis=0)), x
 
@@ -253,5 +284,31 @@ def joint_lp_bounds(dec: Decisions, top: Fraction, solver: str, lower: Any = Non
     whose set is larger)."""
     if lower is not None or upper is not None:
         return None, None
-    level, bound = lp_levels(_joint_builder(dec), top, len(dec.items), solver)
-    return rounded_joint_point(dec, level, solver), bound
+    if solver != "highs":
+        level, bound = lp_levels(_joint_builder(dec), top, len(dec.items), solver)
+        return rounded_joint_point(dec, level, solver), bound
+    from evalcert.logic.search import KeySearch  # search imports exact, which imports us
+
+    n, r = len(dec.items), len(dec.labels)
+    model = JointModel(dec)
+    finder = KeySearch(model.prob, model.q, model.correct, model.den, n)
+    cols = np.array([[finder.model.index[v.name] for v in row] for row in model.x],
+                    dtype=np.int64).reshape(-1, r)
+    low, high, bound, point = Fraction(0), top, None, None
+    for _ in range(24):  # the same bisection as lp_levels, on one HiGHS model
+        mid = ((low + high) / 2).limit_denominator(n)
+        if not low < mid < high:
+            break
+        finder.set_level(mid)
+        finder._fix(None, mid)
+        if finder.model.solve(relax=True) == "Optimal":
+            low, point = mid, np.asarray(finder.model.values())[cols]
+        else:
+            high = bound = mid
+    if point is None:  # level 0: every key, so the LP, is feasible
+        finder.set_level(Fraction(0))
+        finder._fix(None, Fraction(0))
+        if finder.model.solve(relax=True) != "Optimal":
+            return None, bound
+        point = np.asarray(finder.model.values())[cols]
+    return _round_split(dec, point), bound
