@@ -145,7 +145,7 @@ def test_from_cells_equals_the_dense_constructor_on_random_designs(seed):
     cells = ScoreMatrix.from_cells(r[perm], c[perm], v[r, c][perm], dense.agents, dense.items)
     for a, b in zip(dense.cells(), cells.cells()):
         assert np.array_equal(a, b)
-    assert cells.cells()[0].dtype == np.int64 and cells.cells()[2].dtype == np.float64
+    assert cells.cells()[0].dtype == np.int32 and cells.cells()[2].dtype == np.float64
     assert np.array_equal(cells.values, v, equal_nan=True)
     assert np.array_equal(cells.observed, ~np.isnan(v))
     assert cells.n_observed == dense.n_observed and cells.shape == (7, 11)
@@ -426,7 +426,7 @@ def test_streaming_equals_in_memory_on_random_files_and_batch_sizes(tmp_path, mo
             assert got.agents == reference.agents and got.items == reference.items
             assert all(np.array_equal(a, b) for a, b in zip(got.cells(), reference.cells()))
             assert got.n_missing == reference.n_missing == 2
-            assert got.cells()[0].dtype == np.int64
+            assert got.cells()[0].dtype == got.cells()[1].dtype == np.int32
 
 
 @pytest.mark.parametrize("batch_rows", [1, 2, 5, 100])
@@ -575,3 +575,19 @@ def test_csv_scores_are_the_files_decimals_exactly(tmp_path):
                     + "".join(f"m{k}," + ",".join(row) + "\n" for k, row in enumerate(text)))
     S = read_scores(path)
     assert np.array_equal(S.values, np.array([[float(t) for t in row] for row in text]))
+
+
+def test_cell_coordinates_are_int32_while_every_linear_index_fits():
+    # 4 bytes a coordinate while row * J + col fits in int32 (K J < 2^31), int64 beyond;
+    # the same cells either way, and an index beyond int32 is refused, never wrapped
+    from evalcert.data.cells import index_dtype
+    small = ScoreMatrix.from_cells([0, 1], [1, 0], [0.5, -0.5], ["a", "b"], ["x", "y"])
+    assert small.cells()[0].dtype == small.cells()[1].dtype == np.int32
+    assert ScoreMatrix.from_array(np.eye(3)).cells()[0].dtype == np.int32
+    K, J = 2, 2 ** 30                                   # K J = 2^31: int64
+    assert index_dtype(K, J) is np.int64 and index_dtype(K, J - 1) is np.int32
+    with pytest.raises(InputError, match="out of range"):
+        ScoreMatrix.from_cells([0, 2 ** 32 + 1], [0, 1], [0.5, 0.5], ["a", "b"], ["x", "y"])
+    with pytest.raises(InputError, match="out of range"):
+        ScoreMatrix.from_cells([0, 1], [0, -2 ** 32], [0.5, 0.5], ["a", "b"], ["x", "y"],
+                               presorted=True)

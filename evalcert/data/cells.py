@@ -38,7 +38,20 @@ def _list_names(names, total: int | None = None) -> str:
     return list_names(names, total)
 
 
-__all__ = ["bipartite_components", "ConnectivityReport"]
+__all__ = ["bipartite_components", "ConnectivityReport", "index_dtype"]
+
+
+def index_dtype(K: int, J: int) -> type[np.signedinteger]:
+    """The integer type of cell coordinates in a K x J matrix: ``int32`` when every
+    linear index ``row * J + col`` fits in it (K J < 2^31, 4 bytes a coordinate
+    instead of 8), else ``int64``.
+
+    Examples
+    --------
+    >>> index_dtype(5000, 5000).__name__, index_dtype(10 ** 4, 10 ** 6).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if int(K) * int(J) < 2 ** 31 - 1 else np.int64
 
 
 def bipartite_components(rows: np.ndarray, cols: np.ndarray,
@@ -70,7 +83,7 @@ def bipartite_components(rows: np.ndarray, cols: np.ndarray,
     observed = np.zeros(J, dtype=bool)
     observed[cols] = True
     indptr = np.zeros(K + 1, dtype=itype)
-    indptr[1:] = np.searchsorted(rows, np.arange(1, K + 1))   # rows sorted: no pass
+    indptr[1:] = np.searchsorted(rows, np.arange(1, K + 1, dtype=rows.dtype))  # sorted
     graph = sp.csr_matrix((np.ones(n_cells), centre[cols], indptr), shape=(K, K))
     n_agents, agent_labels = connected_components(graph, directed=True, connection="weak")
     del graph
