@@ -386,6 +386,38 @@ def test_bipartite_components_on_the_agent_graph_equal_the_whole_graphs_labels(s
     want = _components_of_the_whole_graph(rows, cols, K, J)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
+
+@pytest.mark.parametrize("seed", range(12))
+def test_components_when_one_agent_sees_every_item_equal_the_whole_graphs_labels(seed):
+    """The O(K + J) shortcut (one agent with a cell on every item, every agent with a
+    cell) gives the labels of the whole bipartite graph; designs that just miss it (an
+    agent without a cell, the busy agent one item short with repeats making up its
+    degree) take the graph search and still agree."""
+    from evalcert.data import cells as data_cells
+    rng = np.random.default_rng(300 + seed)
+    K, J = int(rng.integers(2, 30)), int(rng.integers(2, 30))
+    n = int(rng.integers(K, 3 * (K + J)))
+    rows, cols = rng.integers(0, K, n), rng.integers(0, J, n)
+    busy = int(rng.integers(K))
+    full_cols = np.arange(J) if seed % 3 else np.r_[np.arange(J - 1), 0]   # 0 repeated
+    copies = n // J + 2                                  # the busiest agent by far
+    rows = np.r_[rows, np.full(copies * J, busy), np.arange(K)]
+    cols = np.r_[cols, np.tile(full_cols, copies), rng.integers(0, J, K)]
+    if seed % 4 == 0:                                    # an agent without a cell
+        lonely = (busy + 1) % K
+        cols, rows = cols[rows != lonely], rows[rows != lonely]
+    got = bipartite_components(rows, cols, (K, J))
+    want = _components_of_the_whole_graph(rows, cols, K, J)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    order = np.argsort(rows, kind="stable")
+    starts = np.searchsorted(rows[order], np.arange(K + 1))
+    shortcut = data_cells._one_agent_sees_all(rows[order], cols[order], starts, J)
+    sees_all = [len(set(cols[rows == k])) == J for k in range(K)]
+    assert not shortcut or (any(sees_all) and len(set(rows)) == K)   # never a wrong yes
+    if seed % 3 and seed % 4:
+        assert shortcut                                  # planted: taken
+
+
 def _random_long_table(rng, n_agents, n_items, n_missing):
     """A shuffled long table with tricky names and ``n_missing`` rows of an
     unobserved pair with no score; no duplicates."""

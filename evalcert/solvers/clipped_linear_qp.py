@@ -404,7 +404,9 @@ def with_scores(qp: QP, design: Design, scores: np.ndarray,
     ([-0.4, -0.2, 0.2, 0.4, 0.0, 0.0], 0.03, True)
     """
     K, J = design.K, design.J
-    ws = scores if weights is None else weights * scores
+    unit = weights is None or len(weights) == 0 or \
+        (float(weights.min()) == 1.0 and float(weights.max()) == 1.0)
+    ws = scores if unit else weights * scores       # a plain fit: no product, no temporary
     q = np.zeros(qp.n)
     # the cells are row-major: an agent's sum is one segment (no index read)
     starts = np.searchsorted(design.rows, np.arange(K + 1, dtype=design.rows.dtype))

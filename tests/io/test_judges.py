@@ -1,4 +1,5 @@
-"""FastChat and AlpacaEval judgments (real published excerpts) as decisions for the audit."""
+"""FastChat judgments (real published excerpts) and AlpacaEval annotations (written by
+alpaca_eval itself, tests/data/formats/regenerate.py) as decisions for the audit."""
 
 from __future__ import annotations
 
@@ -52,32 +53,49 @@ def test_fastchat_single_scores_are_labels_minus_one_missing(tmp_path):
 
 
 def test_alpaca_eval_item_is_the_stated_hash_and_preferences_map_to_labels():
+    # written by alpaca_eval 0.6.6 itself (regenerate.py): alpha and beta against the
+    # reference, annotators alpaca_eval_gpt4 and gpt4 (a local canned judge)
     frame, source = read_alpaca_eval(ALPACA)
-    assert source["rows"] == 7 and source["unparseable"] == {}
-    broadway = "What are the names of some famous actors that started their careers on Broadway?"
-    assert f"{instruction_hash(broadway)}|text_davinci_003|Mistral-7B-ReMax-v0.1" in \
+    assert source["rows"] == 24 and set(frame["grader"]) == {"alpaca_eval_gpt4", "gpt4"}
+    assert f"{instruction_hash('Name a prime number above 10.')}|reference|alpha" in \
         set(frame["item"])
-    by = frame.groupby("grader")["label"].agg(set).to_dict()
-    assert by == {"alpaca_eval_gpt4": {"b"}, "alpaca_eval_cot_gpt4_turbo_fn": {"a"}}
+    # alpaca_eval itself sets 1.5 (a tie) where both outputs are the same text
+    records = json.loads((ALPACA / "alpha" / "gpt4" / "annotations.json").read_text())
+    same = [r for r in records if r["output_1"] == r["output_2"]]
+    assert same and all(r["preference"] == 1.5 for r in same)
+    labels = frame.set_index(["grader", "item"])["label"]
+    for r in same:
+        key = f"{instruction_hash(r['instruction'])}|{r['generator_1']}|{r['generator_2']}"
+        assert labels[("gpt4", key)] == "tie"
+    assert set(frame["label"]) == {"a", "b", "tie"}
 
 
-def test_alpaca_eval_null_and_continuous_preferences(tmp_path):
-    records = json.loads((ALPACA / "Mistral-7B-ReMax-v0.1" / "alpaca_eval_gpt4_turbo_fn" /
-                          "annotations.json").read_text())
-    records[0]["preference"] = None          # built: a failed annotation, and a weighted one
-    records[1]["preference"] = 1.2
+def test_alpaca_eval_failed_annotation_is_a_counted_missing_decision():
+    # the judge gave no verdict on beta's garbled answer: alpaca_eval wrote a null
+    # preference, one per annotator; both are counted, none becomes a decision
+    frame, source = read_alpaca_eval(ALPACA / "beta")
+    records = [r for f in sorted((ALPACA / "beta").rglob("annotations.json"))
+               for r in json.loads(f.read_text())]
+    nulls = sum(r["preference"] is None for r in records)
+    assert nulls == 2 and source["unparseable"] == {"None": nulls}
+    assert len(frame) == len(records) - nulls
+
+
+def test_alpaca_eval_continuous_preferences_are_thresholded(tmp_path):
+    records = json.loads((ALPACA / "alpha" / "alpaca_eval_gpt4" / "annotations.json")
+                         .read_text())
+    records[1]["preference"] = 1.2           # built: a weighted annotator's value
     path = tmp_path / "annotations.json"
     path.write_text(json.dumps(records))
     frame, source = read_alpaca_eval(path)
-    assert source["unparseable"] == {"None": 1} and source["thresholded"] == 1
-    assert frame["label"].tolist()[0] == "a"
+    assert source["thresholded"] == 1 and source["unparseable"] == {}
 
 
 def test_audit_cli_reads_the_tool_files():
     status, out, err = run_cli(["audit", FASTCHAT / "gpt-4_pair.jsonl"])
     assert status == 0 and "no-knowledge alarm" in out
-    status, out, err = run_cli(["audit", ALPACA / "Mistral-7B-ReMax-v0.1", "--format",
-                                "alpaca-eval"])
+    status, out, err = run_cli(["audit", ALPACA, "--format", "alpaca-eval", "--on-missing",
+                                "drop"])
     assert status == 0, err
     status, out, err = run_cli(["audit", FORMATS / "helm"])
     assert status == 2 and "not judge decisions" in err
