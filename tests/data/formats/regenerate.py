@@ -1,4 +1,4 @@
-"""Regenerate the lm-eval and Inspect fixtures in this folder with the real tools, offline.
+"""Regenerate the fixtures in this folder with the real tools, offline.
 
 Run with a Python that has ``inspect_ai`` and ``lm_eval`` installed (they are not evalcert
 dependencies), e.g.::
@@ -11,6 +11,15 @@ sets ``state.output`` itself (one answer table per model), with ``--epochs 2`` a
 ``fail_on_error=False`` (errored samples stay in the log); lm-eval runs a subclass of
 ``lm_eval.api.model.LM`` on local JSONL tasks and writes through ``EvaluationTracker``.
 Everything the tools write is kept as written; only the output folders are chosen here.
+
+FastChat and AlpacaEval call an OpenAI-style judge: here a canned judge on localhost
+(:func:`local_judge`, stdlib ``http.server``; ``OPENAI_API_BASE`` points the tools at it),
+which reads a quality marker in each answer. Run them with a Python that has ``fschat``
+(with ``openai<1``, ``anthropic``, ``torch``: FastChat's model adapter imports them) or
+``alpaca_eval``, naming the tools::
+
+    python tests/data/formats/regenerate.py tests/data/formats fastchat
+    python tests/data/formats/regenerate.py tests/data/formats alpaca_eval
 
 What is made (see README.md):
 
@@ -364,6 +373,78 @@ def make_alpaca_eval(out: Path) -> None:
                 for extra in ("leaderboard.csv", "model_outputs.json", "reference_outputs.json"):
                     for path in target.rglob(extra):
                         path.unlink()
+
+
+# -- FastChat (MT-Bench llm_judge) ----------------------------------------------------------
+#: two-turn questions (categories without reference answers) and, per model, the quality
+#: of its two answers to each (None: garbled, so the judge gives no verdict)
+MT_QUESTIONS = [(81, "writing", "Write a haiku about rain.", "Now make it about snow."),
+                (82, "roleplay", "Greet me as a pirate.", "Now say goodbye."),
+                (83, "humanities", "Name a Greek philosopher.", "Name one of his works.")]
+MT_QUALITY = {"alpha": [(8, 7), (6, 6), (5, 9)], "beta": [(7, 7), (6, None), (3, 2)],
+              "gamma": [(2, 4), (9, 8), (5, 8)]}
+#: FastChat's judge-prompt names and placeholders, with short prompt texts of ours (the
+#: tool picks the prompt by name and the verdict parser by ``output_format``)
+_PAIR = "[User Question]\n{question}\n\n[The Start of Assistant A's Answer]\n{answer_a}\n" \
+        "[The End of Assistant A's Answer]\n\n[The Start of Assistant B's Answer]\n" \
+        "{answer_b}\n[The End of Assistant B's Answer]"
+_PAIR_MT = "".join(f"<|The Start of Assistant {x}'s Conversation with User|>\n\n### User:\n"
+                   f"{{question_1}}\n\n### Assistant {x}:\n{{answer_{x.lower()}_1}}\n\n"
+                   f"### User:\n{{question_2}}\n\n### Assistant {x}:\n"
+                   f"{{answer_{x.lower()}_2}}\n\n<|The End of Assistant {x}'s Conversation "
+                   "with User|>\n\n" for x in "AB")
+_SINGLE = "[Question]\n{question}\n\n[The Start of Assistant's Answer]\n{answer}\n" \
+          "[The End of Assistant's Answer]"
+_SINGLE_MT = "<|The Start of Assistant A's Conversation with User|>\n\n### User:\n" \
+             "{question_1}\n\n### Assistant A:\n{answer_1}\n\n### User:\n{question_2}\n\n" \
+             "### Assistant A:\n{answer_2}\n\n<|The End of Assistant A's Conversation with User|>"
+JUDGE_PROMPTS = [
+    {"name": name, "type": kind, "category": "general", "output_format": fmt,
+     "system_prompt": "Judge the answers; reply [[A]], [[B]] or [[C]] (tie)." if
+     kind == "pairwise" else "Rate the answer from 1 to 10 as [[rating]].",
+     "prompt_template": template, "description": "regenerate.py"}
+    for name, kind, fmt, template in (
+        ("pair-v2", "pairwise", "[[A]]", _PAIR), ("pair-v2-multi-turn", "pairwise", "[[A]]", _PAIR_MT),
+        ("pair-math-v1", "pairwise", "[[A]]", _PAIR),
+        ("pair-math-v1-multi-turn", "pairwise", "[[A]]", _PAIR_MT),
+        ("single-v1", "single", "[[rating]]", _SINGLE),
+        ("single-v1-multi-turn", "single", "[[rating]]", _SINGLE_MT),
+        ("single-math-v1", "single", "[[rating]]", _SINGLE),
+        ("single-math-v1-multi-turn", "single", "[[rating]]", _SINGLE_MT))]
+
+
+def make_fastchat(out: Path) -> None:
+    """FastChat's own ``gen_judgment.py`` (``python -m fastchat.llm_judge.gen_judgment``, in
+    a child) in ``single`` and ``pairwise-all`` modes for alpha, beta and gamma on
+    :data:`MT_QUESTIONS`, judge ``gpt-4`` served by the local judge (``OPENAI_API_BASE``;
+    FastChat 0.2.36 needs ``openai<1``); writes ``<out>/fastchat/gpt-4_single.jsonl`` and
+    ``gpt-4_pair.jsonl``: both answer orders (g1, g2), turns 1 and 2, and the tool's own
+    ``error`` / ``-1`` where the judge gave no verdict."""
+    with local_judge() as url, tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        bench = tmp / "data" / "mini"
+        (bench / "model_answer").mkdir(parents=True)
+        (tmp / "data" / "judge_prompts.jsonl").write_text(
+            "".join(json.dumps(p) + "\n" for p in JUDGE_PROMPTS))
+        (bench / "question.jsonl").write_text("".join(
+            json.dumps({"question_id": qid, "category": cat, "turns": [t1, t2]}) + "\n"
+            for qid, cat, t1, t2 in MT_QUESTIONS))
+        for model, qualities in MT_QUALITY.items():
+            (bench / "model_answer" / f"{model}.jsonl").write_text("".join(
+                json.dumps({"question_id": qid, "answer_id": f"{model}-{qid}", "model_id": model,
+                            "choices": [{"index": 0, "turns": [
+                                "GARBLE" if q is None else f"Answer [q={q}]" for q in quality]}],
+                            "tstamp": 0.0}) + "\n"
+                for (qid, *_), quality in zip(MT_QUESTIONS, qualities)))
+        env = {**os.environ, "OPENAI_API_BASE": url, "OPENAI_API_KEY": "local"}
+        for mode in ("single", "pairwise-all"):
+            subprocess.run([sys.executable, "-m", "fastchat.llm_judge.gen_judgment",
+                            "--bench-name", "mini", "--judge-file", "data/judge_prompts.jsonl",
+                            "--mode", mode, "--model-list", *MT_QUALITY, "--parallel", "1"],
+                           input="\n", text=True, check=True, env=env, cwd=tmp)
+        (out / "fastchat").mkdir(exist_ok=True)
+        for name in ("gpt-4_single.jsonl", "gpt-4_pair.jsonl"):
+            shutil.copy(bench / "model_judgment" / name, out / "fastchat" / name)
 
 
 if __name__ == "__main__":
