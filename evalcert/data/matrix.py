@@ -132,16 +132,18 @@ class ScoreMatrix:
         are distinct ``str`` already. Scores and bounds are checked either way.
         """
         self = cls.__new__(cls)
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
+        itype = index_dtype(len(agents), len(items))
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        if rows.dtype != itype or cols.dtype != itype:     # else kept as given: no copy
+            rows = np.asarray(rows, dtype=np.int64)
+            cols = np.asarray(cols, dtype=np.int64)
+            if itype is not np.int64 and rows.ndim == cols.ndim == 1:
+                _check_range(rows, cols, (len(agents), len(items)))   # nothing wraps around
+                rows, cols = rows.astype(itype), cols.astype(itype)
         scores = np.asarray(scores, dtype=float)
         if not (rows.ndim == cols.ndim == scores.ndim == 1 and len(rows) == len(cols) == len(scores)):
             raise InputError(f"rows, cols and scores must be 1-D of one length; got "
                              f"{rows.shape}, {cols.shape}, {scores.shape}")
-        itype = index_dtype(len(agents), len(items))
-        if itype is not np.int64:       # narrowed only once in range: nothing wraps around
-            _check_range(rows, cols, (len(agents), len(items)))
-            rows, cols = rows.astype(itype), cols.astype(itype)
         self._setup(rows, cols, scores, agents, items, bounds,
                     shape=(len(agents), len(items)), n_missing=n_missing, ordered=presorted,
                     distinct_str=distinct_names)
