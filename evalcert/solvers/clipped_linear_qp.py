@@ -254,6 +254,25 @@ def _segment_sums(values: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return out
 
 
+def _item_sums(values: np.ndarray, cols: np.ndarray, starts: np.ndarray,
+               shape: tuple[int, int]) -> np.ndarray:
+    """Per-item sums of the cells' ``values`` (cells row-major, agent ``i``'s cells from
+    ``starts[i]``): the transposed product of the cells' CSR matrix with ones, in the
+    cells' order as ``np.bincount(cols, values)`` adds them, but reading int32 column
+    indices as they are (bincount widens them to an 8-byte copy first: 3-9x slower).
+
+    Examples
+    --------
+    >>> _item_sums(np.array([1.0, 2.0, 4.0]), np.array([0, 1, 1], dtype=np.int32),
+    ...            np.array([0, 2, 3]), (2, 2))
+    array([1., 6.])
+    """
+    K, J = shape
+    itype = cols.dtype if len(values) < 2 ** 31 - 1 else np.int64
+    cells = sp.csr_matrix((values, cols, starts.astype(itype, copy=False)), shape=(K, J))
+    return cells.T @ np.ones(K)
+
+
 def hessian(design: Design, weights: np.ndarray | None, lam: float,
             n_extra: int = 0) -> sp.csc_matrix:
     """``P = 2 (D'WD + lam I)`` (padded with ``n_extra`` zero rows/columns) in O(n_cells).
@@ -411,7 +430,7 @@ def with_scores(qp: QP, design: Design, scores: np.ndarray,
     # the cells are row-major: an agent's sum is one segment (no index read)
     starts = np.searchsorted(design.rows, np.arange(K + 1, dtype=design.rows.dtype))
     q[:K] = -2.0 * _segment_sums(ws, np.diff(starts))
-    q[K:K + J] = 2.0 * np.bincount(design.cols, weights=ws, minlength=J)
+    q[K:K + J] = 2.0 * _item_sums(ws, design.cols, starts, (K, J))
     return dataclasses.replace(qp, q=q, r=float(ws @ scores))
 
 
