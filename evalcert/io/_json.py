@@ -162,7 +162,16 @@ def load_json(path: str | os.PathLike, text: str, *, lines: bool = False,
 
 
 def first_record(path: str | Path, limit: int = 1 << 22) -> Any:
-    """The first JSON Lines record of ``path`` (at most ``limit`` bytes read), or None."""
+    """The first JSON Lines record of ``path`` (at most ``limit`` bytes read), or None.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.jsonl"
+    >>> _ = p.write_text('\\n{"model": "m"}\\n{"model": ')
+    >>> first_record(p)
+    {'model': 'm'}
+    """
     with _open(Path(path)) as fh:
         for line in fh:
             if line.strip():
