@@ -273,12 +273,12 @@ def judge_reply(prompt: str) -> str:
     AlpacaEval's ``gpt4`` annotator has no bias and no tie (equal: the second)."""
     if "[[rating]]" in prompt or "Rating: [[" in prompt:                  # FastChat single
         (q,) = _qualities(prompt.split("### User:")[-1] if "### User:" in prompt else prompt,
-                          ("Assistant", "[The End") if "[The End" in prompt else
+                          ("[The Start of Assistant's Answer]", "[The End") if "[The End" in prompt else
                           ("Assistant A:", "<|The End"))
         return "No rating can be given." if q is None else f"Fine. Rating: [[{q}]]"
     if "Assistant B" in prompt:                                           # FastChat pair
-        marks = (("Assistant A's Answer]", "[The End of Assistant A"),
-                 ("Assistant B's Answer]", "[The End of Assistant B"))
+        marks = (("[The Start of Assistant A's Answer]", "[The End of Assistant A"),
+                 ("[The Start of Assistant B's Answer]", "[The End of Assistant B"))
         if "### Assistant A:" in prompt:
             marks = (("### Assistant A:", "<|The End"), ("### Assistant B:", "<|The End"))
         qa, qb = _qualities(prompt, *marks)
