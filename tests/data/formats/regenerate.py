@@ -15,8 +15,10 @@ Everything the tools write is kept as written; only the output folders are chose
 FastChat and AlpacaEval call an OpenAI-style judge: here a canned judge on localhost
 (:func:`local_judge`, stdlib ``http.server``; ``OPENAI_API_BASE`` points the tools at it),
 which reads a quality marker in each answer. Run them with a Python that has ``fschat``
-(with ``openai<1``, ``anthropic``, ``torch``: FastChat's model adapter imports them) or
-``alpaca_eval``, naming the tools::
+0.2.36 (plus ``openai<1``, ``anthropic``, ``torch``, ``transformers``, ``accelerate``,
+``psutil``, ``shortuuid``: FastChat's model adapter imports them at start, though the judge
+path uses none) or ``alpaca_eval`` 0.6.6 (its ``openai>=1`` clashes with FastChat's, so a
+second venv), naming the tools::
 
     python tests/data/formats/regenerate.py tests/data/formats fastchat
     python tests/data/formats/regenerate.py tests/data/formats alpaca_eval
