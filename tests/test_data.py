@@ -145,7 +145,7 @@ def test_from_cells_equals_the_dense_constructor_on_random_designs(seed):
     cells = ScoreMatrix.from_cells(r[perm], c[perm], v[r, c][perm], dense.agents, dense.items)
     for a, b in zip(dense.cells(), cells.cells()):
         assert np.array_equal(a, b)
-    assert cells.cells()[0].dtype == np.int64 and cells.cells()[2].dtype == np.float64
+    assert cells.cells()[0].dtype == np.int32 and cells.cells()[2].dtype == np.float64
     assert np.array_equal(cells.values, v, equal_nan=True)
     assert np.array_equal(cells.observed, ~np.isnan(v))
     assert cells.n_observed == dense.n_observed and cells.shape == (7, 11)
@@ -386,6 +386,38 @@ def test_bipartite_components_on_the_agent_graph_equal_the_whole_graphs_labels(s
     want = _components_of_the_whole_graph(rows, cols, K, J)
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
 
+
+@pytest.mark.parametrize("seed", range(12))
+def test_components_when_one_agent_sees_every_item_equal_the_whole_graphs_labels(seed):
+    """The O(K + J) shortcut (one agent with a cell on every item, every agent with a
+    cell) gives the labels of the whole bipartite graph; designs that just miss it (an
+    agent without a cell, the busy agent one item short with repeats making up its
+    degree) take the graph search and still agree."""
+    from evalcert.data import cells as data_cells
+    rng = np.random.default_rng(300 + seed)
+    K, J = int(rng.integers(2, 30)), int(rng.integers(2, 30))
+    n = int(rng.integers(K, 3 * (K + J)))
+    rows, cols = rng.integers(0, K, n), rng.integers(0, J, n)
+    busy = int(rng.integers(K))
+    full_cols = np.arange(J) if seed % 3 else np.r_[np.arange(J - 1), 0]   # 0 repeated
+    copies = n // J + 2                                  # the busiest agent by far
+    rows = np.r_[rows, np.full(copies * J, busy), np.arange(K)]
+    cols = np.r_[cols, np.tile(full_cols, copies), rng.integers(0, J, K)]
+    if seed % 4 == 0:                                    # an agent without a cell
+        lonely = (busy + 1) % K
+        cols, rows = cols[rows != lonely], rows[rows != lonely]
+    got = bipartite_components(rows, cols, (K, J))
+    want = _components_of_the_whole_graph(rows, cols, K, J)
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    order = np.argsort(rows, kind="stable")
+    starts = np.searchsorted(rows[order], np.arange(K + 1))
+    shortcut = data_cells._one_agent_sees_all(rows[order], cols[order], starts, J)
+    sees_all = [len(set(cols[rows == k])) == J for k in range(K)]
+    assert not shortcut or (any(sees_all) and len(set(rows)) == K)   # never a wrong yes
+    if seed % 3 and seed % 4:
+        assert shortcut                                  # planted: taken
+
+
 def _random_long_table(rng, n_agents, n_items, n_missing):
     """A shuffled long table with tricky names and ``n_missing`` rows of an
     unobserved pair with no score; no duplicates."""
@@ -426,7 +458,7 @@ def test_streaming_equals_in_memory_on_random_files_and_batch_sizes(tmp_path, mo
             assert got.agents == reference.agents and got.items == reference.items
             assert all(np.array_equal(a, b) for a, b in zip(got.cells(), reference.cells()))
             assert got.n_missing == reference.n_missing == 2
-            assert got.cells()[0].dtype == np.int64
+            assert got.cells()[0].dtype == got.cells()[1].dtype == np.int32
 
 
 @pytest.mark.parametrize("batch_rows", [1, 2, 5, 100])
@@ -575,3 +607,19 @@ def test_csv_scores_are_the_files_decimals_exactly(tmp_path):
                     + "".join(f"m{k}," + ",".join(row) + "\n" for k, row in enumerate(text)))
     S = read_scores(path)
     assert np.array_equal(S.values, np.array([[float(t) for t in row] for row in text]))
+
+
+def test_cell_coordinates_are_int32_while_every_linear_index_fits():
+    # 4 bytes a coordinate while row * J + col fits in int32 (K J < 2^31), int64 beyond;
+    # the same cells either way, and an index beyond int32 is refused, never wrapped
+    from evalcert.data.cells import index_dtype
+    small = ScoreMatrix.from_cells([0, 1], [1, 0], [0.5, -0.5], ["a", "b"], ["x", "y"])
+    assert small.cells()[0].dtype == small.cells()[1].dtype == np.int32
+    assert ScoreMatrix.from_array(np.eye(3)).cells()[0].dtype == np.int32
+    K, J = 2, 2 ** 30                                   # K J = 2^31: int64
+    assert index_dtype(K, J) is np.int64 and index_dtype(K, J - 1) is np.int32
+    with pytest.raises(InputError, match="out of range"):
+        ScoreMatrix.from_cells([0, 2 ** 32 + 1], [0, 1], [0.5, 0.5], ["a", "b"], ["x", "y"])
+    with pytest.raises(InputError, match="out of range"):
+        ScoreMatrix.from_cells([0, 1], [0, -2 ** 32], [0.5, 0.5], ["a", "b"], ["x", "y"],
+                               presorted=True)

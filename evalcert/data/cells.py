@@ -38,7 +38,20 @@ def _list_names(names, total: int | None = None) -> str:
     return list_names(names, total)
 
 
-__all__ = ["bipartite_components", "ConnectivityReport"]
+__all__ = ["bipartite_components", "ConnectivityReport", "index_dtype"]
+
+
+def index_dtype(K: int, J: int) -> type[np.signedinteger]:
+    """The integer type of cell coordinates in a K x J matrix: ``int32`` when every
+    linear index ``row * J + col`` fits in it (K J < 2^31, 4 bytes a coordinate
+    instead of 8), else ``int64``.
+
+    Examples
+    --------
+    >>> index_dtype(5000, 5000).__name__, index_dtype(10 ** 4, 10 ** 6).__name__
+    ('int32', 'int64')
+    """
+    return np.int32 if int(K) * int(J) < 2 ** 31 - 1 else np.int64
 
 
 def bipartite_components(rows: np.ndarray, cols: np.ndarray,
@@ -60,6 +73,9 @@ def bipartite_components(rows: np.ndarray, cols: np.ndarray,
     if n_cells > 1 and not bool(np.all(rows[1:] >= rows[:-1])):
         order = _counting_order(rows, K, np.arange(n_cells, dtype=itype))
         rows, cols = rows[order], cols[order]
+    starts = np.searchsorted(rows, np.arange(K + 1, dtype=rows.dtype))
+    if _one_agent_sees_all(rows, cols, starts, J):
+        return np.zeros(K, dtype=np.int64), np.zeros(J, dtype=np.int64)
     # Each item joined to one agent that observed it (its "centre"): the graph
     # on the agents whose edges are the cells (agent, centre of the item) has
     # the bipartite graph's components (an item is in its centre's). Written
@@ -69,8 +85,7 @@ def bipartite_components(rows: np.ndarray, cols: np.ndarray,
     centre[cols] = rows                 # any one of the item's agents will do
     observed = np.zeros(J, dtype=bool)
     observed[cols] = True
-    indptr = np.zeros(K + 1, dtype=itype)
-    indptr[1:] = np.searchsorted(rows, np.arange(1, K + 1))   # rows sorted: no pass
+    indptr = starts.astype(itype)                                # rows sorted: no pass
     graph = sp.csr_matrix((np.ones(n_cells), centre[cols], indptr), shape=(K, K))
     n_agents, agent_labels = connected_components(graph, directed=True, connection="weak")
     del graph
@@ -88,6 +103,23 @@ def bipartite_components(rows: np.ndarray, cols: np.ndarray,
     relabel[np.argsort(-sizes, kind="stable")] = np.arange(n)
     labels = relabel[labels]
     return labels[:K], labels[K:]
+
+
+def _one_agent_sees_all(rows: np.ndarray, cols: np.ndarray, starts: np.ndarray,
+                        J: int) -> bool:
+    """Whether every agent has a cell and one agent (the busiest) has a cell on every
+    item: then the graph is one component (every item meets that agent, every agent
+    one of the items), found in O(K + J) instead of a graph search over the cells (a
+    complete or nearly complete design, the common wide file)."""
+    degree = np.diff(starts)
+    if len(degree) == 0 or J == 0 or int(degree.min()) == 0:
+        return False
+    busiest = int(np.argmax(degree))
+    if int(degree[busiest]) < J:
+        return False
+    seen = np.zeros(J, dtype=bool)
+    seen[cols[starts[busiest]:starts[busiest + 1]]] = True
+    return bool(seen.all())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from evalcert.data.cells import _MAX_LISTED, _list_cells, _list_names, _sort_cells
+from evalcert.data.cells import _MAX_LISTED, _list_cells, _list_names, _sort_cells, index_dtype
 from evalcert.errors import InputError
 
 __all__ = ["wide_cells", "long_cells", "looks_numeric", "decode_name", "LongBuilder", "Cells",
@@ -311,7 +311,8 @@ class LongBuilder:
                           "empty); they are not observed cells", stacklevel=3)
             rows, cols, scores = rows[~missing], cols[~missing], scores[~missing]
         del missing
-        rows, cols = rows.astype(np.int64), cols.astype(np.int64)
+        itype = index_dtype(len(agents), len(items))   # int32 codes kept while they fit
+        rows, cols = rows.astype(itype, copy=False), cols.astype(itype, copy=False)
         return Cells(rows, cols, scores, agents, items, n_missing)
 
 

@@ -39,12 +39,18 @@ import numpy as np
 import pandas as pd
 
 from evalcert.data.cells import (_MAX_LISTED, ConnectivityReport, _list_cells, _list_names,
-                                 _sort_cells, bipartite_components)
+                                 _sort_cells, bipartite_components, index_dtype)
 from evalcert.data.frames import Cells, long_cells, wide_cells
 from evalcert.errors import ConnectivityError, InputError
 from evalcert.memory import estimate_bytes, require_memory
 
 __all__ = ["ScoreMatrix"]
+
+
+def _check_range(rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int]) -> None:
+    K, J = shape
+    if len(rows) and (rows.min() < 0 or rows.max() >= K or cols.min() < 0 or cols.max() >= J):
+        raise InputError(f"cell indices out of range for {K} agents x {J} items")
 
 
 
@@ -94,14 +100,15 @@ class ScoreMatrix:
             raise InputError(f"scores must be numeric: {exc}") from None
         if arr.ndim != 2:
             raise InputError(f"a score matrix must be 2-D (agents x items); got shape {arr.shape}")
+        itype = index_dtype(*arr.shape)
         if arr.size and not np.isnan(arr).any():    # complete: cells without a search
             K, J = arr.shape
-            rows = np.broadcast_to(np.arange(K, dtype=np.int64)[:, None], (K, J)).ravel()
-            cols = np.broadcast_to(np.arange(J, dtype=np.int64), (K, J)).ravel()
+            rows = np.broadcast_to(np.arange(K, dtype=itype)[:, None], (K, J)).ravel()
+            cols = np.broadcast_to(np.arange(J, dtype=itype), (K, J)).ravel()
             scores = arr.reshape(-1)                 # arr is ours (copied or adopted)
         else:
             rows, cols = np.nonzero(~np.isnan(arr))
-            rows, cols, scores = rows.astype(np.int64), cols.astype(np.int64), arr[rows, cols]
+            rows, cols, scores = rows.astype(itype), cols.astype(itype), arr[rows, cols]
         self._setup(rows, cols, scores, agents, items, bounds, shape=arr.shape, n_missing=0,
                     ordered=True)
         if not copy:                    # after validation: a rejected array stays the caller's
@@ -125,8 +132,14 @@ class ScoreMatrix:
         are distinct ``str`` already. Scores and bounds are checked either way.
         """
         self = cls.__new__(cls)
-        rows = np.asarray(rows, dtype=np.int64)
-        cols = np.asarray(cols, dtype=np.int64)
+        itype = index_dtype(len(agents), len(items))
+        rows, cols = np.asarray(rows), np.asarray(cols)
+        if rows.dtype != itype or cols.dtype != itype:     # else kept as given: no copy
+            rows = np.asarray(rows, dtype=np.int64)
+            cols = np.asarray(cols, dtype=np.int64)
+            if itype is not np.int64 and rows.ndim == cols.ndim == 1:
+                _check_range(rows, cols, (len(agents), len(items)))   # nothing wraps around
+                rows, cols = rows.astype(itype), cols.astype(itype)
         scores = np.asarray(scores, dtype=float)
         if not (rows.ndim == cols.ndim == scores.ndim == 1 and len(rows) == len(cols) == len(scores)):
             raise InputError(f"rows, cols and scores must be 1-D of one length; got "
@@ -212,8 +225,7 @@ class ScoreMatrix:
         d["n_missing"] = int(n_missing)
         K, J = d["_shape"] = (int(shape[0]), int(shape[1]))
         if not ordered:
-            if len(rows) and (rows.min() < 0 or rows.max() >= K or cols.min() < 0 or cols.max() >= J):
-                raise InputError(f"cell indices out of range for {K} agents x {J} items")
+            _check_range(rows, cols, (K, J))
             rows, cols, scores, dup = _sort_cells(rows, cols, scores, (K, J))
             if len(dup):
                 raise InputError("duplicate (agent, item) pairs: "
@@ -293,7 +305,7 @@ class ScoreMatrix:
                              "bounds=(lo, hi); evalcert never clips input silently")
         # cells per agent from the row-major order (a search per agent, no pass
         # over the cells); per item one bincount
-        per_agent = np.diff(np.searchsorted(r, np.arange(K + 1)))
+        per_agent = np.diff(np.searchsorted(r, np.arange(K + 1, dtype=r.dtype)))
         for kind, per, names in (("agents", per_agent, self.agents),
                                  ("items", np.bincount(c, minlength=J), self.items)):
             empty = np.flatnonzero(per == 0)
@@ -328,7 +340,11 @@ class ScoreMatrix:
         return self.n_observed / (self.n_agents * self.n_items)
 
     def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Observed cells in row-major order: ``(rows int64, cols int64, scores float64)``, read-only."""
+        """Observed cells in row-major order: ``(rows, cols, scores float64)``, read-only.
+
+        ``rows`` and ``cols`` are ``int32`` when ``K * J < 2**31`` (any linear index
+        ``row * J + col`` fits), else ``int64`` (:func:`evalcert.data.cells.index_dtype`).
+        """
         return self._rows, self._cols, self._scores
 
     def _dense_bytes_check(self, dtype: str, what: str) -> None:
@@ -420,7 +436,7 @@ class ScoreMatrix:
         n_comp = int(max(lab_r.max(), lab_c.max()) + 1)
         sizes = list(zip(np.bincount(lab_r, minlength=n_comp).tolist(),
                          np.bincount(lab_c, minlength=n_comp).tolist()))
-        agent_deg = np.diff(np.searchsorted(rows, np.arange(K + 1)))   # cells are row-major
+        agent_deg = np.diff(np.searchsorted(rows, np.arange(K + 1, dtype=rows.dtype)))   # cells are row-major
         item_deg = np.bincount(cols, minlength=J)
         return ConnectivityReport(
             n_components=n_comp, component_sizes=[tuple(s) for s in sizes],

@@ -44,8 +44,8 @@ def holdout_rmse(predictions: np.ndarray, S: ScoreMatrix, holdout: np.ndarray) -
     >>> hold = np.array([[True, False], [False, True]])
     >>> round(holdout_rmse(np.zeros(S.shape), S, hold), 4)  # sqrt((0.5**2 + 0.2**2) / 2)
     0.3808
-    >>> S.cells()[:2]  # the observed cells, in this order
-    (array([0, 0, 1]), array([0, 1, 1]))
+    >>> [a.tolist() for a in S.cells()[:2]]  # the observed cells, in this order
+    [[0, 0, 1], [0, 1, 1]]
     >>> round(holdout_rmse(np.array([0.4, 0.1, 0.0]), S, np.array([True, False, True])), 4)
     0.1581
     """

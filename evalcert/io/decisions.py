@@ -27,7 +27,8 @@ from typing import Any, Mapping, Sequence
 from evalcert.errors import InputError
 from evalcert.logic.summaries import (Decisions, LabelCounts, decisions_from_frame,
                                       label_counts)
-from evalcert.io.tables import check_file, load_json, read_table, table_format
+from evalcert.io._json import load_json
+from evalcert.io.tables import check_file, read_table, table_format
 
 __all__ = ["FORMATS", "PAIRWISE_COLUMNS", "WINNERS", "parse_label_map", "read_decisions",
            "comparison_items",

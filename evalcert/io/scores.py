@@ -87,26 +87,32 @@ def _check_wide_header(path: Path, columns: list[str]) -> None:
                          "add a header row")
 
 
-def _dense_from_columns(body, block: int = 256):
-    """Numeric Arrow columns -> one C-order float64 (rows x columns) array, NaN for nulls.
+def _dense_from_parquet(parquet, columns: list[str], K: int, block: int = 256):
+    """Numeric Parquet columns -> one C-order float64 (rows x columns) array, NaN for nulls.
 
-    Columns are copied a block at a time through a small item-major buffer, so the only
-    large allocation is the result (no second rows x columns copy for the transpose).
+    The columns are read ``block`` at a time (Arrow holds one block, never the whole
+    table) and copied through a small item-major buffer, so the only large allocation
+    is the result: no Arrow copy of the file and no second rows x columns array for the
+    transpose. Arrow's memory pool gives the blocks back to the system at the end.
     """
     import numpy as np
+    import pyarrow as pa
 
-    K, J = body.num_rows, body.num_columns
-    values = np.empty((K, J))
-    columns = body.columns
-    for j0 in range(0, J, block):
-        part = columns[j0:j0 + block]
-        buffer = np.empty((len(part), K))
-        for k, column in enumerate(part):
-            start = 0
-            for chunk in column.chunks:
-                buffer[k, start:start + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
-                start += len(chunk)
-        values[:, j0:j0 + len(part)] = buffer.T
+    values = np.empty((K, len(columns)))
+    buffer = np.empty((min(block, len(columns)), K))
+    try:
+        for j0 in range(0, len(columns), block):
+            part = parquet.read(columns=columns[j0:j0 + block], use_threads=True)
+            width = part.num_columns
+            for k, column in enumerate(part.columns):
+                start = 0
+                for chunk in column.chunks:
+                    buffer[k, start:start + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+                    start += len(chunk)
+            del part
+            values[:, j0:j0 + width] = buffer[:width].T
+    finally:
+        pa.default_memory_pool().release_unused()
     return values
 
 
@@ -115,8 +121,9 @@ def _wide_parquet(path: Path, bounds: tuple[float, float]) -> ScoreMatrix | None
 
     The item columns go from Arrow into one float64 array and into the matrix without a
     string per cell (25e6 cells: 41.7 s through strings, now about pyarrow's own read
-    time); ``None`` when a column is not numeric (text, booleans), which the string path
-    reads and checks cell by cell.
+    time), a block of columns at a time (peak memory: the matrix and one block, not an
+    Arrow copy of the whole file beside it); ``None`` when a column is not numeric (text,
+    booleans), which the string path reads and checks cell by cell.
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -126,27 +133,29 @@ def _wide_parquet(path: Path, bounds: tuple[float, float]) -> ScoreMatrix | None
     if check_file(path)[:4] != b"PAR1":
         raise InputError(f"{path}: not a Parquet file (no PAR1 header); check the file")
     try:
-        table = pq.read_table(path)
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+        names = [str(c) for c in schema.names]
+        if len(names) < 2 or len(set(names)) != len(names):
+            return None                               # the string path says what is wrong
+        agent_column = "agent" if "agent" in names else names[0]
+        items = [n for n in names if n != agent_column]
+        if not all(pa.types.is_integer(schema.field(n).type)
+                   or pa.types.is_floating(schema.field(n).type) for n in items):
+            return None
+        _check_wide_header(path, [agent_column] + items)
+        agents = [_name_text(a) for a in
+                  parquet.read(columns=[agent_column]).column(0).to_pylist()]
+        empty = [k for k, a in enumerate(agents) if a == ""]
+        if empty:
+            raise InputError(f"empty agent name in data row {empty[0] + 1} (of {len(empty)} "
+                             "such rows); every row needs an agent name")
+        values = _dense_from_parquet(parquet, items, len(agents))
+    except InputError:
+        raise
     except Exception as exc:  # pyarrow raises several unrelated types for corrupt files
         raise InputError(f"{path}: corrupt or unreadable Parquet file ({type(exc).__name__}: "
                          f"{str(exc).splitlines()[0][:120]})") from None
-    names = [str(c) for c in table.column_names]
-    if len(names) < 2 or len(set(names)) != len(names):
-        return None                                   # the string path says what is wrong
-    agent_column = "agent" if "agent" in names else names[0]
-    body = table.drop_columns([agent_column])
-    if not all(pa.types.is_integer(t) or pa.types.is_floating(t) for t in body.schema.types):
-        return None
-    items = [n for n in names if n != agent_column]
-    _check_wide_header(path, [agent_column] + items)
-    agents = [_name_text(a) for a in table.column(agent_column).to_pylist()]
-    empty = [k for k, a in enumerate(agents) if a == ""]
-    if empty:
-        raise InputError(f"empty agent name in data row {empty[0] + 1} (of {len(empty)} such "
-                         "rows); every row needs an agent name")
-    del table
-    values = _dense_from_columns(body)
-    del body
     return ScoreMatrix(values, agents, items, bounds, copy=False)
 
 

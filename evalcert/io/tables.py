@@ -25,7 +25,6 @@ import io
 import json
 import os
 import stat
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import numpy as np
 
 from evalcert.errors import InputError
+from evalcert.io._json import load_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -200,45 +200,6 @@ def _read_delimited(path: Path, text: str, sep: str, header: bool) -> pd.DataFra
     cells = np.empty((len(body), width), dtype=object)
     cells[:] = body
     return pd.DataFrame(cells, columns=header, copy=False)
-
-
-def load_json(path: str | os.PathLike, text: str, *, lines: bool = False,
-              object_pairs_hook=None) -> object:
-    """Parse JSON (``lines``: JSON Lines, a list of the lines' values) as data, with one
-    clear error for every way it can fail.
-
-    Python's reader raises a ``RecursionError`` on values nested a few thousand deep
-    and a ``ValueError`` on integers of more than 4,300 digits; both are refused here
-    with the file's name, as is invalid JSON.
-
-    Examples
-    --------
-    >>> load_json("x.json", '{"a": [1, 2]}')
-    {'a': [1, 2]}
-    >>> load_json("deep.json", "[" * 100_000 + "]" * 100_000)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    evalcert.errors.InputError: deep.json: values nested deeper than ... levels); ...
-    """
-    def number(digits: str) -> int:
-        if len(digits.lstrip("-")) > 4300:
-            raise InputError(f"{path}: an integer of {len(digits.lstrip('-')):,} digits "
-                             f"({digits[:20]}...); no score, count or name is that long: "
-                             "check the file")
-        return int(digits)
-
-    try:
-        if lines:
-            return [json.loads(line, object_pairs_hook=object_pairs_hook, parse_int=number)
-                    for line in text.splitlines() if line.strip()]
-        return json.loads(text, object_pairs_hook=object_pairs_hook, parse_int=number)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON{' Lines' if lines else ''} "
-                         f"(line {exc.lineno}: {exc.msg})") from None
-    except RecursionError:
-        raise InputError(f"{path}: values nested deeper than Python's JSON reader allows "
-                         f"(~{sys.getrecursionlimit()} levels); a table or label counts are "
-                         "never nested that deep: check the file") from None
 
 
 def _records(path: Path, records: list) -> pd.DataFrame:

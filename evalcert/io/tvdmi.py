@@ -13,7 +13,8 @@ import numpy as np
 
 from evalcert.diagnostics.tvdmi import TVDMIExamples
 from evalcert.errors import InputError
-from evalcert.io.tables import check_file, load_json
+from evalcert.io._json import load_json
+from evalcert.io.tables import check_file
 
 __all__ = ["read_tvdmi_examples"]
 

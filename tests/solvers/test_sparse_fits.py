@@ -315,3 +315,19 @@ def test_predict_cells_equals_the_dense_prediction_at_those_cells(box):
     np.testing.assert_array_equal(m.predict_cells(rows, cols), m.predict()[rows, cols])
     with pytest.raises(InputError, match="out of range"):
         m.predict_cells(np.array([30]), np.array([0]))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_item_sums_add_the_cells_in_bincounts_order_with_int32_or_int64_columns(seed):
+    """q's item block comes from a CSR transpose product that reads int32 columns as they
+    are; it must equal np.bincount's sums bit for bit (same order of additions), on
+    designs with empty agents and items and values spanning ten orders of magnitude."""
+    from evalcert.solvers.clipped_linear_qp import _item_sums
+    rng = np.random.default_rng(seed)
+    K, J = (int(x) for x in rng.integers(1, 60, 2))
+    rows, cols = np.nonzero(rng.random((K, J)) < rng.random())
+    values = rng.normal(size=len(rows)) * 10.0 ** rng.integers(-5, 5, len(rows))
+    starts = np.searchsorted(rows, np.arange(K + 1))
+    want = np.bincount(cols, values, minlength=J)
+    for dtype in (np.int32, np.int64):
+        assert np.array_equal(_item_sums(values, cols.astype(dtype), starts, (K, J)), want)
