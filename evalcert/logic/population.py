@@ -251,24 +251,27 @@ def _item_key(dec: Decisions, solver: str) -> np.ndarray | None:
     return key
 
 
-def _warm(dec: Decisions, key: np.ndarray) -> tuple[Fraction, tuple[int, ...], np.ndarray]:
-    """``(value, key counts, split)`` of an item-level key on ``dec``: a consistent point
-    of the full joint (and so of M=2), its value computed exactly."""
-    from evalcert.logic.splits import joint_patterns
+def _warm(dec: Decisions, key: np.ndarray, improve: bool = True
+          ) -> tuple[Fraction, tuple[int, ...], np.ndarray]:
+    """``(value, key counts, split)`` of an item-level key on ``dec`` (improved by the local
+    search :func:`~evalcert.logic.splits.improve_split` when ``improve``): a consistent
+    point of the full joint (and so of M=2), its value computed exactly."""
+    from evalcert.logic.splits import improve_split, joint_patterns
 
     pats, _ = joint_patterns(dec)
     r = len(dec.labels)
     where = {tuple(int(v) for v in row): p for p, row in enumerate(pats)}
-    arr = dec.array
-    inv = np.array([where[tuple(int(v) for v in row)] for row in arr])
+    inv = np.array([where[tuple(int(v) for v in row)] for row in dec.array])
     split = np.zeros((len(pats), r), dtype=np.int64)
     np.add.at(split, (inv, key), 1)
+    if improve:
+        split = improve_split(pats, split)
     vals = []
-    for i in range(arr.shape[1]):
+    for i in range(pats.shape[1]):
         for t in range(r):
-            on = (key == t) & (arr[:, i] >= 0)
-            if on.any():
-                vals.append(Fraction(int((on & (arr[:, i] == t)).sum()), int(on.sum())))
+            den = int(split[pats[:, i] >= 0, t].sum())
+            if den:
+                vals.append(Fraction(int(split[pats[:, i] == t, t].sum()), den))
     return min(vals, default=Fraction(1)), tuple(int(v) for v in split.sum(axis=0)), split
 
 
