@@ -228,68 +228,80 @@ def exact_upper(counts: LabelCounts, level: float = 0.95) -> tuple[float, dict[s
                                    for g, row in zip(counts.graders, up)}}
 
 
-def _item_key(dec: Decisions, solver: str) -> np.ndarray | None:
-    """An item-level answer key of the full sample: the full-joint LP point rounded to an
-    exact key and improved by local search (:func:`~evalcert.logic.splits.joint_start`),
-    its pattern splits handed out to the items of each pattern."""
+def _full_split(dec: Decisions, solver: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct joint patterns ``(P, N)`` and a split ``(P, R)`` of their items by true
+    label: the full sample's answer key (the full-joint LP point rounded to an exact key
+    and improved by local search, :func:`~evalcert.logic.splits.joint_start`), or None."""
     from evalcert.logic.alarms import alarm_threshold
     from evalcert.logic.splits import improve_split, joint_patterns, joint_start
 
+    pats, _ = joint_patterns(dec)
     top = alarm_threshold(dec.label_counts()) if dec.complete else Fraction(1)
     start = joint_start(dec, top, solver)
     if start is None:
-        return None
-    pats, _ = joint_patterns(dec)
-    split = improve_split(pats, np.asarray(start[2], dtype=np.int64))
-    where = {tuple(int(v) for v in row): p for p, row in enumerate(pats)}
-    arr = dec.array
-    inv = np.array([where[tuple(int(v) for v in row)] for row in arr])
-    key = np.empty(len(arr), dtype=np.int64)
-    for p in range(len(pats)):
-        rows = np.flatnonzero(inv == p)
-        key[rows] = np.repeat(np.arange(split.shape[1]), split[p])[:len(rows)]
-    return key
+        return pats, None
+    return pats, improve_split(pats, np.asarray(start[2], dtype=np.int64))
 
 
-def _warm(dec: Decisions, key: np.ndarray, improve: bool = True
+def _warm(pats: np.ndarray, split: np.ndarray, improve: bool = True
           ) -> tuple[Fraction, tuple[int, ...], np.ndarray]:
-    """``(value, key counts, split)`` of an item-level key on ``dec`` (improved by the local
-    search :func:`~evalcert.logic.splits.improve_split` when ``improve``): a consistent
-    point of the full joint (and so of M=2), its value computed exactly."""
-    from evalcert.logic.splits import improve_split, joint_patterns
+    """``(value, key counts, split)`` of a split ``(P, R)`` of pattern items by true label
+    (improved by the local search :func:`~evalcert.logic.splits.improve_split` when
+    ``improve``): a consistent point of the full joint (and so of M=2), its value exact."""
+    from evalcert.logic.splits import improve_split
 
-    pats, _ = joint_patterns(dec)
-    r = len(dec.labels)
-    where = {tuple(int(v) for v in row): p for p, row in enumerate(pats)}
-    inv = np.array([where[tuple(int(v) for v in row)] for row in dec.array])
-    split = np.zeros((len(pats), r), dtype=np.int64)
-    np.add.at(split, (inv, key), 1)
     if improve:
         split = improve_split(pats, split)
     vals = []
     for i in range(pats.shape[1]):
-        for t in range(r):
+        for t in range(split.shape[1]):
             den = int(split[pats[:, i] >= 0, t].sum())
             if den:
                 vals.append(Fraction(int(split[pats[:, i] == t, t].sum()), den))
     return min(vals, default=Fraction(1)), tuple(int(v) for v in split.sum(axis=0)), split
 
 
-def _refit(idx: np.ndarray, arr: np.ndarray, labels: tuple[str, ...],
-           graders: tuple[str, ...], m: str, key: np.ndarray | None,
-           solver: str) -> tuple[Fraction, bool]:
-    """Exact ``T`` under M=2 or the full joint on one resample (items ``idx``), warm-started
-    from ``key`` (the full sample's item-level key); and whether the warm start was used."""
+def _resample(pats: np.ndarray, cells: np.ndarray, labels: tuple[str, ...],
+              graders: tuple[str, ...]) -> tuple[Decisions, np.ndarray, np.ndarray]:
+    """The resample with ``cells[p, t]`` items of pattern ``p`` and true label ``t`` (or
+    ``cells[p]`` items of pattern ``p``): its decisions, patterns and split."""
+    cells = cells.reshape(len(pats), -1)
+    w = cells.sum(axis=1)
+    rows = np.repeat(pats, w, axis=0)
+    dec = Decisions(tuple(str(k) for k in range(len(rows))), graders, labels,
+                    tuple(tuple(int(v) for v in row) for row in rows))
+    return dec, pats[w > 0], cells[w > 0]
+
+
+def _refit(cells: np.ndarray, pats: np.ndarray, labels: tuple[str, ...],
+           graders: tuple[str, ...], m: str, solver: str,
+           warm: bool) -> tuple[Fraction, bool, bool]:
+    """Exact ``T`` under M=2 or the full joint on one resample (``cells``: item counts per
+    pattern and true label of the full sample's key), warm-started (``warm``) from that key:
+    every resampled item keeps the true label the full sample's key gave it. Returns ``T``,
+    whether the warm start was used, and whether CBC had to refit after a HiGHS error."""
     from evalcert.logic.joint import alarm_full
     from evalcert.logic.pairs import alarm_m2
+    from evalcert.logic.splits import joint_patterns
 
-    sub = arr[idx]
-    dec = Decisions(tuple(str(k) for k in range(len(idx))), graders, labels,
-                    tuple(tuple(int(v) for v in row) for row in sub))
-    start = _warm(dec, key[idx]) if key is not None else None
+    dec, sub_pats, sub_split = _resample(pats, cells, labels, graders)
+    start = None
+    if warm:
+        own, _ = joint_patterns(dec)
+        if own.shape == sub_pats.shape and (own == sub_pats).all():   # same pattern order
+            start = _warm(sub_pats, sub_split)
+    from evalcert.errors import SolverError
+
     run = alarm_full if m == "full" else alarm_m2
-    return run(dec, "0", solver=solver, max_checks=0, max_binding_keys=0, start=start).T, \
-        start is not None
+    try:
+        return run(dec, "0", solver=solver, max_checks=0, max_binding_keys=0,
+                   start=start).T, start is not None, False
+    except SolverError:
+        if solver == "cbc":
+            raise
+    # HiGHS 1.16 stops with 'Solve error' on some fixed-key MILPs of small logs (one in
+    # tests/data/logic/highs_solve_error.csv): refit by the level search with CBC, exact too
+    return run(dec, "0", solver="cbc", max_checks=0, max_binding_keys=0).T, False, True
 
 
 def bootstrap_upper(decisions: Decisions, m: str, t_sample: Fraction, *,
@@ -297,6 +309,10 @@ def bootstrap_upper(decisions: Decisions, m: str, t_sample: Fraction, *,
                     solver: str = "highs", progress: bool = False) -> tuple[float, dict]:
     """Basic-bootstrap upper bound ``2 T - T*_(alpha)`` on the population's ``T`` under
     ``m`` (``"1"``, ``"2"``, ``"full"``) from ``resamples`` exact refits (module docstring).
+
+    Items are resampled through their distinct joint patterns (``Q`` items drawn with
+    replacement is a multinomial draw of ``Q`` over the patterns; with the full sample's key,
+    over the (pattern, true label) cells), so the cost grows with the patterns, not ``Q``.
 
     Examples
     --------
@@ -309,44 +325,49 @@ def bootstrap_upper(decisions: Decisions, m: str, t_sample: Fraction, *,
     """
     import joblib
 
+    from evalcert.logic.splits import joint_patterns
+
     m = str(m)
-    arr = decisions.array
-    n, r = arr.shape[0], len(decisions.labels)
+    n, r = len(decisions.items), len(decisions.labels)
     if n < 1:
         raise InputError("a population bound needs at least one item")
     rng = np.random.default_rng(seed)
-    draws = (rng.integers(0, n, size=n) for _ in range(resamples))   # lazily, in order
-    warm_used = 0
+    warm_used = by_cbc = 0
     if m == "1":
         if not decisions.complete:
             raise InputError("the M=1 bootstrap needs every grader on every item; use --m "
                              "full with --on-missing keep")
+        pats, counts = joint_patterns(decisions)
+        onehot = (pats[:, :, None] == np.arange(r)).astype(np.int64)      # (P, N, R)
         values = np.empty(resamples)
         bar = progress_bar(progress, resamples, "population bootstrap (M=1)", unit="resample",
                            delay=DELAY)
-        step = max(1, min(256, 4_000_000 // n))          # (step, Q) draws held at once
+        step = max(1, min(4096, 2_000_000 // len(pats)))
         for lo in range(0, resamples, step):
-            block = np.stack([next(draws) for _ in range(min(step, resamples - lo))])
-            rows = np.arange(len(block))[:, None] * r
-            counts = np.stack([np.bincount((rows + arr[block, i]).ravel(),
-                                           minlength=len(block) * r).reshape(-1, r)
-                               for i in range(arr.shape[1])], axis=1)     # (b, N, R)
-            num, den = m1_thresholds(counts, n)
-            values[lo:lo + len(block)] = num / den
-            bar.update(len(block))
+            size = min(step, resamples - lo)
+            weights = rng.multinomial(n, counts / n, size=size)           # (b, P)
+            num, den = m1_thresholds(np.einsum("bp,pnr->bnr", weights, onehot), n)
+            values[lo:lo + size] = num / den
+            bar.update(size)
         bar.close()
     elif m in ("2", "full"):
         if m == "2" and not decisions.complete:
             raise InputError("the M=2 bootstrap needs every grader on every item")
-        key = _item_key(decisions, solver)
-        tasks = (joblib.delayed(_refit)(idx, arr, decisions.labels, decisions.graders, m, key,
-                                        solver) for idx in draws)
+        pats, split = _full_split(decisions, solver)
+        if split is None:
+            _, counts = joint_patterns(decisions)
+            split = counts[:, None]
+        probs = (split / n).ravel()
+        draws = (rng.multinomial(n, probs).reshape(split.shape) for _ in range(resamples))
+        tasks = (joblib.delayed(_refit)(cells, pats, decisions.labels, decisions.graders, m,
+                                        solver, split.shape[1] == r) for cells in draws)
         bar = progress_bar(progress, resamples, f"population bootstrap ({_WHICH[m]} refits)",
                            unit="refit", delay=DELAY)
         out = []
-        for t_val, used in joblib.Parallel(return_as="generator")(tasks):
+        for t_val, used, fell_back in joblib.Parallel(return_as="generator")(tasks):
             out.append(t_val)
             warm_used += used
+            by_cbc += fell_back
             bar.update(1)
         bar.close()
         values = np.array([float(v) for v in out])
@@ -358,7 +379,8 @@ def bootstrap_upper(decisions: Decisions, m: str, t_sample: Fraction, *,
     return upper, {"resamples": resamples, "seed": seed, "interval": "basic",
                    "t_star_low": low,
                    "t_star_high": float(np.quantile(values, level, method="inverted_cdf")),
-                   "t_star_mean": float(values.mean()), "warm_starts": warm_used}
+                   "t_star_mean": float(values.mean()), "warm_starts": warm_used,
+                   "refits_by_cbc": by_cbc}
 
 
 def population_bounds(data: Decisions | LabelCounts, ms: Sequence[str], method: str,
