@@ -107,7 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bootstrap", type=int_range(0, 100_000), default=0, metavar="B",
                         help="item bootstrap of T_1 with B resamples (a population statement)")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
-                        help="bootstrap seed (default 0)")
+                        help="seed of --bootstrap and --population bootstrap (default 0)")
     parser.add_argument("--lower", default=None,
                         help="QC bounds: least items of each label in the key, e.g. 2,2,0")
     parser.add_argument("--upper", default=None,
