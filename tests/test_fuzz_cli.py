@@ -394,3 +394,75 @@ def test_fifo_and_address_space_cap_end_cleanly_in_a_subprocess(files, tmp_path)
             if proc.poll() is None:
                 proc.kill()
             proc.communicate()
+
+
+# ---- the same campaign under an address-space cap (ulimit -v, issue 21 item 7) -------------
+
+# The child caps its address space at what it holds after the imports + 1 GiB (so the cap
+# does not depend on what the imports reserve on this machine), then runs every case
+# in-process; a MemoryError or any other exception escaping the CLI is reported, not raised.
+_CAPPED_CAMPAIGN = """
+import json, resource, sys
+import pandas, pyarrow, pyarrow.parquet, scipy.sparse, matplotlib
+matplotlib.use("Agg")
+import evalcert.cli
+from tests._cli import run_cli
+vm_size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
+               if line.startswith("VmSize:"))
+resource.setrlimit(resource.RLIMIT_AS,
+                   (vm_size + 2 ** 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+for case, argv in json.loads(open(sys.argv[1]).read()):
+    try:
+        status, _, err = run_cli(argv, seconds=60)
+    except BaseException as exc:  # noqa: BLE001 - the parent fails the case, naming it
+        status, err = type(exc).__name__, repr(exc)[:300]
+    print(json.dumps([case, status, err[-600:]]), flush=True)
+"""
+
+
+def test_malformed_and_oversized_files_under_an_address_space_cap(files, tmp_path):
+    # Every verb that reads a file, on its good file, on files that are not what they seem
+    # (a FIFO, a 200,000-character cell and name, JSON nested 100,000 deep) and on a table
+    # whose 1.4 x 10^7 fields need more than the 1 GiB left: status 0 or 2 with one error
+    # line, never a MemoryError or a traceback; the oversized table is refused up front
+    # with the estimate ("needs ... available").
+    wide = tmp_path / "wide.csv"
+    with open(wide, "w") as fh:
+        fh.write("agent," + ",".join(f"q{j}" for j in range(3500)) + "\n")
+        row = ",0" * 3500 + "\n"
+        fh.writelines(f"m{k}{row}" for k in range(4000))
+    kinds = ("good", "fifo", "huge_cell", "huge_name", "deep_json", "deep_jsonl", "oversized")
+    cases = []
+    for verb, (before, after) in FILE_VERBS.items():
+        good = files / GOOD_FILE[verb]
+        paths = {"good": good, "oversized": wide,
+                 **{k: files / name for k, name in _JSON_FILES.items()}}
+        for kind in kinds:
+            path = paths.get(kind, files / f"{kind}-{good.name}")
+            extra = ["--penalised"] if verb == "gini" else []  # the good file is noisy
+            cases.append((f"{verb}-{kind}", [*before, str(path), *after, *extra]))
+    plan = tmp_path / "cases.json"
+    plan.write_text(json.dumps(cases))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1", MPLBACKEND="Agg",
+               PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(
+                   os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", _CAPPED_CAMPAIGN, str(plan)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("[")]
+    assert [r[0] for r in results] == [c[0] for c in cases], proc.stderr[-2000:]
+    bad = []
+    for case, status, err in results:
+        errors = [line for line in err.splitlines() if ": error: " in line]
+        lines = [line for line in err.splitlines() if line.strip()]
+        if case.endswith("-good"):
+            ok = status == 0
+        elif case.endswith("-oversized"):
+            ok = status == 2 and len(errors) == 1 and " needs " in errors[0]
+        else:
+            ok = status in (0, 2) and (status == 0 or (len(errors) == 1
+                                                       and lines[-1] == errors[0]))
+        if not ok or "Traceback" in err:
+            bad.append((case, status, err[-300:]))
+    assert not bad, bad

@@ -77,3 +77,54 @@ def test_fit_qpsolvers_highs_stdout_first_line_is_evalcerts(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].startswith("clipped-linear fit"), proc.stdout[:300]
     assert "Copyright" not in proc.stdout
+
+
+def test_solver_log_points_descriptor_1_at_stderr_and_switches_solvers_on(capfd):
+    from evalcert.quiet import solver_log, solver_log_enabled
+
+    with solver_log(False):
+        assert not solver_log_enabled()
+        with native_stdout():  # default: discard
+            os.write(1, b"banner\n")
+    with solver_log():
+        assert solver_log_enabled()
+        with native_stdout():  # default inside solver_log: stderr
+            os.write(1, b"solver log\n")
+    assert not solver_log_enabled()
+    os.write(1, b"result\n")
+    out, err = capfd.readouterr()
+    assert out == "result\n", out
+    assert err == "solver log\n", err
+
+
+def _log_lines(text: str, word: str) -> list[str]:
+    """Lines naming ``word`` that are not evalcert's own (its summary names the solver)."""
+    return [line for line in text.splitlines()
+            if word in line and not line.startswith(("no-knowledge", "evalcert:"))
+            and f"({word.lower()})" not in line]
+
+
+@pytest.mark.parametrize("verbose", [False, True], ids=["quiet", "verbose"])
+def test_audit_verbose_sends_highs_log_to_stderr_only(judge_log, verbose):
+    proc = _run(["audit", str(judge_log), "--m", "2"] + ["--verbose"] * verbose,
+                judge_log.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("no-knowledge alarm ("), proc.stdout[:300]
+    assert not _log_lines(proc.stdout, "HiGHS"), proc.stdout[:300]
+    solver_lines = _log_lines(proc.stderr, "HiGHS")
+    assert bool(solver_lines) == verbose, proc.stderr[:600]
+
+
+@pytest.mark.parametrize("solver, word, verbose", [
+    ("osqp-direct", "OSQP", False), ("osqp-direct", "OSQP", True),  # OSQP's C library
+    ("clarabel", "CVXPY", True)])  # CVXPY's Python log (sys.stdout) and Clarabel's
+def test_fit_verbose_sends_the_solver_log_to_stderr_only(tmp_path, solver, word, verbose):
+    rng = np.random.default_rng(8)
+    lines = ["model," + ",".join(f"i{j}" for j in range(10))]
+    lines += [f"m{k}," + ",".join(f"{v:.3f}" for v in rng.uniform(-1, 1, 10)) for k in range(5)]
+    (tmp_path / "s.csv").write_text("\n".join(lines) + "\n")
+    proc = _run(["fit", "s.csv", "--solver", solver] + ["--verbose"] * verbose, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("clipped-linear fit"), proc.stdout[:300]
+    assert word not in proc.stdout.replace(f"({solver})", "").replace(solver, "")
+    assert (word in proc.stderr) == verbose, proc.stderr[:600]

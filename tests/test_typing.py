@@ -63,6 +63,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import numpy.typing as npt
 
 from evalcert import (AlarmResult, ClippedLinear, ClippedLinearResult, InputError,
                       IRTResult, Rasch, ScoreMatrix, alarm, curl_test, read_scores)
@@ -82,7 +83,7 @@ def audit() -> Fraction:
     return res.T
 
 
-def irt(Y: np.ndarray) -> IRTResult:
+def irt(Y: npt.NDArray[np.float64]) -> IRTResult:  # numpy < 2.2: a bare ndarray is an error
     return Rasch(method="mml").fit(Y).result_
 
 

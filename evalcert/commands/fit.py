@@ -36,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="backend (default native; osqp..ecos go through CVXPY, qpsolvers-* "
                         "through qpsolvers)")
     p.add_argument("--json", metavar="OUT", help="write the full result as JSON")
+    p.add_argument("--verbose", action="store_true",
+                   help="the solver's own log (and the native solver's progress) on stderr")
     add_html_option(p)
     add_source_options(p)
     add_output_flags(p)
@@ -44,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from evalcert.io.outputs import check_outputs
+    from evalcert.quiet import solver_log
     from evalcert.solvers.backends import check_qp_backend
     from evalcert.solvers.clipped_linear import ClippedLinear
 
@@ -51,7 +54,9 @@ def run(args: argparse.Namespace) -> int:
                   force=args.force, suffixes={"--html": HTML_SUFFIXES})
     check_qp_backend(args.solver)
     S = read_score_matrix(args.scores, args.format, args)
-    model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver).fit(S)
+    with solver_log(args.verbose):  # the solver's log on stderr; stdout: the result only
+        model = ClippedLinear(lam=args.lam, box=args.box, solver=args.solver,
+                              verbose=args.verbose).fit(S)
     print(model.result_.summary())
     if args.json:
         model.result_.to_json(args.json)

@@ -46,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              f"(default {DEFAULT_LAM:g}); needs --penalised")
     parser.add_argument("--solver", default="clarabel", help="backend (default clarabel)")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
+    parser.add_argument("--verbose", action="store_true", help="the solver's own log on stderr")
     add_output_flags(parser)
     parser.set_defaults(func=run)
 
@@ -83,11 +84,13 @@ def run(args: argparse.Namespace) -> int:
     check_outputs({"--json": args.json}, inputs=[args.path], force=args.force)
     check_backend(args.solver)
     S = read_scores(args.path, format=args.format)
+    from evalcert.quiet import solver_log
     from evalcert.solvers.gini_projection import gini_projection  # CVXPY: after the checks
 
-    result = gini_projection(S, args.method or "additive", penalised=args.penalised,
-                             lam=DEFAULT_LAM if args.lam is None else args.lam,
-                             solver=args.solver)
+    with solver_log(args.verbose):  # the solver's log on stderr; stdout: the result only
+        result = gini_projection(S, args.method or "additive", penalised=args.penalised,
+                                 lam=DEFAULT_LAM if args.lam is None else args.lam,
+                                 solver=args.solver)
     print(result.summary())
     if args.json is not None:
         result.to_json(args.json)

@@ -28,7 +28,7 @@ from evalcert.errors import InputError
 
 # Model names only, so that building the parser imports no estimator (SciPy's optimisers):
 # tests/test_startup.py checks them against evalcert.irt.MODELS.
-MODELS = ("2pl", "3pl", "3plu", "4pl", "beta", "factor", "graded", "je", "rasch")
+MODELS = ("2pl", "3pl", "3plu", "4pl", "beta", "factor", "graded", "je", "m2pl", "rasch")
 
 #: per-model defaults shown in --help (tests/irt/test_cli_irt.py checks the library)
 DEFAULTS = {
@@ -41,18 +41,19 @@ DEFAULTS = {
     "graded": {"method": "mml", "max_iter": 3000, "tol": 1e-5, "slope_prior": 4.0},
     "4pl": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
     "3plu": {"method": "mml", "max_iter": 2000, "tol": 1e-5, "slope_prior": 4.0},
+    "m2pl": {"method": "mml", "max_iter": 2000, "tol": 1e-4, "dims": 2},
 }
 #: methods each model supports (checked against the estimators' ``methods``)
 METHODS = {"rasch": ("jml", "cml", "mml", "map", "mcmc"), "2pl": ("jml", "map", "mml"),
            "factor": ("map", "jml"), "beta": ("jml", "map"), "je": ("map",), "3pl": ("mml",),
-           "graded": ("mml",), "4pl": ("mml",), "3plu": ("mml",)}
+           "graded": ("mml",), "4pl": ("mml",), "3plu": ("mml",), "m2pl": ("mml",)}
 #: response kind each model reads (``read_responses(kind=...)``)
 KINDS = {"beta": "unit", "graded": "ordinal"}
 #: estimator options that only some models/methods take: flag -> (models, methods or None)
 _SCOPED = {"optimizer": (("rasch",), ("jml", "map")),
            "quadrature": (("rasch", "2pl"), ("mml",)),
            "lam": (MODELS, ("map", "mcmc")),
-           "dims": (("factor", "je"), None),
+           "dims": (("factor", "je", "m2pl"), None),
            "item_embeddings": (("je",), None),
            "guessing": (("3pl", "4pl"), None)}
 #: options passed only when given, to estimators whose ``__init__`` takes them
@@ -433,7 +434,7 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
     p.add_argument("--method", choices=["jml", "cml", "mml", "map", "mcmc"], default=None,
                    help=f"estimation method; default per model: {_defaults_text('method')}")
     p.add_argument("--dims", type=positive_int, default=None,
-                   help=f"dimensions (factor, je); default {_defaults_text('dims')}")
+                   help=f"dimensions (factor, je, m2pl); default {_defaults_text('dims')}")
     p.add_argument("--lam", type=nonnegative_float, default=None,
                    help=f"prior precision 1/sigma^2 of map/mcmc; default {_defaults_text('lam')}")
     p.add_argument("--item-embeddings", default=None, help=".npy array (je only)")

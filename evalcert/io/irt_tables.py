@@ -182,6 +182,10 @@ def read_item_table(path: str | os.PathLike) -> tuple[ItemParameters, tuple[floa
     from evalcert.io.tables import read_table
 
     frame = read_table(path, required=["item", "difficulty"])
+    if any(str(col).startswith("loading_") for col in frame.columns):
+        raise InputError(f"{path}: the items of a multidimensional fit (loading_* columns: "
+                         "m2pl or factor); these scores are one-dimensional: score new models "
+                         "in Python with MultidimensionalTwoPL(...).fit(Y).score(Y_new)")
     names = frame["item"].tolist()
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

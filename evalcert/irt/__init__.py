@@ -2,7 +2,7 @@
 
 Models and after-fit tools live here (``rasch``, ``twopl``, ``threepl``, ``fourpl``
 (4PL, 3PLu), ``polytomous``, ``reliability`` (``marginal_rxx``, ``empirical_rxx``),
-``factor``, ``beta``, ``je``; ``scoring``, ``itemfit``, ``information``, ``compare``,
+``factor``, ``multidim`` (the multidimensional 2PL), ``beta``, ``je``; ``scoring``, ``itemfit``, ``information``, ``compare``,
 ``anchors``, ``holdout``, ``cat``); the estimation engines, named by method, in
 :mod:`evalcert.irt.estimation` (``mml_em``: marginal ML by EM; ``mml_direct``: direct
 maximisation on a fixed grid; ``esf``/``cml_information``: conditional ML; ``joint_newton``,
@@ -53,7 +53,8 @@ _PUBLIC = {
     "select_anchors": "anchors", "ScoreResult": "scoring", "score_models": "scoring",
     "CATSession": "cat", "CATResult": "cat", "run_cat": "cat", "simulate_cat": "cat",
     "FourPL": "fourpl", "ThreePLu": "fourpl", "marginal_rxx": "reliability",
-    "empirical_rxx": "reliability",
+    "empirical_rxx": "reliability", "MultidimensionalTwoPL": "multidim",
+    "MultidimScoreResult": "multidim", "DimsSelection": "multidim", "select_dims": "multidim",
 }
 
 __all__ = [*_PUBLIC, "make_estimator", "fit_irt", "MODELS"]
@@ -61,7 +62,7 @@ __all__ = [*_PUBLIC, "make_estimator", "fit_irt", "MODELS"]
 #: model name -> class name (the class is imported when a model is built)
 _MODEL_CLASSES = {"rasch": "Rasch", "2pl": "TwoPL", "factor": "LogisticFactor",
                   "beta": "BetaIRT", "je": "JEIRT", "3pl": "ThreePL", "graded": "GradedResponse",
-                  "4pl": "FourPL", "3plu": "ThreePLu"}
+                  "4pl": "FourPL", "3plu": "ThreePLu", "m2pl": "MultidimensionalTwoPL"}
 
 
 def __getattr__(name: str) -> Any:
@@ -80,7 +81,8 @@ def make_estimator(model: str, method: str | None = None, *, dims: int | None = 
                    item_embeddings: np.ndarray | None = None, **options: Any) -> "IRTEstimator":
     """Build an estimator by name: ``model`` in :data:`MODELS`, ``method`` as it accepts.
 
-    ``dims`` applies to ``factor`` and ``je``; ``item_embeddings`` is required by ``je``.
+    ``dims`` applies to ``factor``, ``je`` and ``m2pl``; ``item_embeddings`` is required by
+    ``je``.
 
     Examples
     --------
@@ -93,7 +95,7 @@ def make_estimator(model: str, method: str | None = None, *, dims: int | None = 
     cls = __getattr__(_MODEL_CLASSES[model])
     if method is not None and method not in cls.methods:
         raise InputError(f"model {model!r} supports methods {cls.methods}, got {method!r}")
-    if dims is not None and model in ("factor", "je"):
+    if dims is not None and model in ("factor", "je", "m2pl"):
         options["dims"] = dims
     if model == "je":
         if item_embeddings is None:

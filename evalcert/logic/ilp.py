@@ -31,15 +31,15 @@ from evalcert.errors import BackendUnavailableError, InputError, SolverError
 from evalcert.logic.evaluations import m1_axiom_terms
 from evalcert.logic.qcomplex import qcomplex_bounds
 from evalcert.logic.summaries import LabelCounts, as_label_counts, as_threshold
-from evalcert.quiet import native_stdout
+from evalcert.quiet import native_stdout, solver_log_enabled
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["SOLVERS", "IlpResult", "M1Model", "HighsModel", "run_solver", "solve_model",
            "best_min_accuracy_ilp", "consistent_ilp"]
 
 SOLVERS = {
-    "highs": lambda: pulp.HiGHS(msg=False, gapRel=0.0),
-    "cbc": lambda: pulp.PULP_CBC_CMD(msg=False, gapRel=0.0),
+    "highs": lambda: pulp.HiGHS(msg=solver_log_enabled(), gapRel=0.0),  # --verbose: a log
+    "cbc": lambda: pulp.PULP_CBC_CMD(msg=solver_log_enabled(), gapRel=0.0),
 }
 _PULP_NAMES = {"highs": "HiGHS", "cbc": "PULP_CBC_CMD"}
 #: wall-clock limit (seconds) of one HighsModel solve; reaching it raises SolverError
@@ -343,7 +343,7 @@ class HighsModel:
         self._hs = highspy
         with native_stdout():  # highspy >= 1.16 prints its banner when it is built
             self.h = h = highspy.Highs()
-            h.setOptionValue("output_flag", False)
+            h.setOptionValue("output_flag", solver_log_enabled())
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("time_limit", float(time_limit))
         self.time_limit = float(time_limit)

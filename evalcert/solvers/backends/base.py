@@ -7,6 +7,7 @@ import dataclasses
 import numpy as np
 
 from evalcert.errors import require_positive
+from evalcert.quiet import solver_log_enabled
 from evalcert.solvers.certificates import Tolerance
 
 __all__ = ["CVXPY_SOLVERS", "DIRECT_BACKENDS", "QPSOLVERS_BACKENDS", "RawSolution", "SolveSettings",
@@ -120,7 +121,8 @@ def solver_options(backend: str, settings: SolveSettings) -> dict:
         "osqp": {"eps_abs": eps, "eps_rel": eps, "max_iter": settings.max_iter,
                  "polish": True, "time_limit": settings.time_limit},
         "osqp-direct": {"eps_abs": eps, "eps_rel": eps, "max_iter": settings.max_iter,
-                        "polishing": True, "time_limit": settings.time_limit, "verbose": False},
+                        "polishing": True, "time_limit": settings.time_limit,
+                        "verbose": solver_log_enabled()},
         "clarabel": {"tol_gap_abs": eps, "tol_gap_rel": eps, "tol_feas": eps,
                      "max_iter": 500, "time_limit": settings.time_limit},
         "scs": {"eps_abs": eps, "eps_rel": eps, "max_iters": settings.max_iter,

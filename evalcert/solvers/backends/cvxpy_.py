@@ -26,6 +26,7 @@ import warnings
 import cvxpy as cp
 import numpy as np
 
+from evalcert.quiet import solver_log_enabled
 from evalcert.solvers.backends.base import CVXPY_SOLVERS, RawSolution, SolveSettings, solver_options
 from evalcert.solvers.certificates import QP
 from evalcert.solvers.clipped_linear_qp import Design, build_qp, hessian
@@ -63,7 +64,7 @@ def _run(problem: cp.Problem, backend: str, settings: SolveSettings, warm: bool)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            problem.solve(solver=name, warm_start=warm, **opts)
+            problem.solve(solver=name, warm_start=warm, verbose=solver_log_enabled(), **opts)
             status = str(problem.status)
         except cp.error.SolverError as exc:
             status = f"solver_error: {exc}"

@@ -46,7 +46,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from evalcert.solvers.backends.base import RawSolution, SolveSettings
-from evalcert.quiet import native_stdout
+from evalcert.quiet import native_stdout, solver_log_enabled
 from evalcert.solvers.certificates import QP
 
 __all__ = ["SOLVERS", "OPTIONS", "DENSE_ONLY", "DENSE_LIMIT", "options", "solve"]
@@ -101,7 +101,7 @@ def options(solver: str, settings: SolveSettings) -> dict:
 def _split(qp: QP) -> tuple[sp.csr_matrix, np.ndarray, sp.csr_matrix, np.ndarray,
                             np.ndarray, np.ndarray, np.ndarray]:
     """``(G, h, A_eq, b_eq)`` and the row indices of equalities, upper and lower sides."""
-    A = qp.A.tocsr()
+    A = qp.A.tocsr().astype(float)  # integer entries: qpsolvers 4.3 hands them to DAQP as is
     eq = np.flatnonzero(qp.l == qp.u)
     up = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.u))
     lo = np.flatnonzero((qp.l != qp.u) & np.isfinite(qp.l))
@@ -134,7 +134,7 @@ def solve(qp: QP, solver: str, settings: SolveSettings = SolveSettings(),
 
     start = time.perf_counter()
     G, h, A_eq, b_eq, eq, up, lo = _split(qp)
-    P = qp.P.tocsc()
+    P = qp.P.tocsc().astype(float)
     if solver in DENSE_ONLY:
         size = qp.n * (qp.n + G.shape[0] + A_eq.shape[0])
         if size > DENSE_LIMIT:
@@ -149,6 +149,7 @@ def solve(qp: QP, solver: str, settings: SolveSettings = SolveSettings(),
         try:
             with native_stdout():  # highspy's banner is printed from C++ on stdout
                 sol = qpsolvers.solve_problem(problem, solver=solver, initvals=x0,
+                                              verbose=solver_log_enabled(),
                                               **options(solver, settings))
         except Exception as exc:  # noqa: BLE001 - a solver's crash is its failure, reported
             return RawSolution(None, None, f"error: {type(exc).__name__}: {str(exc)[:160]}",
