@@ -105,7 +105,7 @@ def results(tmp_path_factory) -> dict[type, object]:
         holdout_evaluate(Rasch(method="map"), Y, "entrywise", seed=0),
         cross_validate(Rasch(method="map"), Y, "lam", [0.5, 1.0], n_folds=2, seed=0),
         run_audit(log, "1/2", m="2", with_bounds=True, page=True,
-                  estimators=("mv",), with_agreement=True, n_boot=5),
+                  estimators=("mv",), with_agreement=True, n_boot=5, population="exact"),
         alarm({"a": {"x": 3, "y": 1}, "b": {"x": 2, "y": 2}}, "1/2"),
         read_decisions(log), label_counts({"a": {"x": 3, "y": 1}}),
         merge_swapped(decisions_from_frame(pd.DataFrame(

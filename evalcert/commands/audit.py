@@ -114,7 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--bootstrap", type=int_range(0, 100_000), default=0, metavar="B",
                         help="item bootstrap of T_1 with B resamples (a population statement)")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
-                        help="bootstrap seed (default 0)")
+                        help="seed of --bootstrap and --population bootstrap (default 0)")
     parser.add_argument("--lower", default=None,
                         help="QC bounds: least items of each label in the key, e.g. 2,2,0")
     parser.add_argument("--upper", default=None,
@@ -134,6 +134,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="ordinal labels (e.g. scores 1-10 declared in order with "
                              "--labels): a decision within K steps of the true label is "
                              "correct; M=1, 2 and full, exact")
+    parser.add_argument("--bands", default=None, metavar="BANDS",
+                        help="ordinal labels: a decision in the same declared band as the "
+                             "true label is correct, e.g. 1-3,4-7,8-10 (ranges in the "
+                             "--labels order); M=1, 2 and full, exact")
+    parser.add_argument("--ties", choices=("none", "half"), default="none",
+                        help="pairwise a/b/tie logs: half scores a tie against a or b (either "
+                             "way) as half-right; M=1, 2 and full, exact (default none)")
+    add_population_options(parser)
     parser.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
                         help="stop the --m 2 / full search after SECONDS and print the "
                              "proven bounds T in [lo, hi] instead of an exact T")
@@ -141,6 +149,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="no progress bar on stderr (drawn once an audit passes ~3 s)")
     parser.add_argument("--verbose", action="store_true", help="progress of ILP solves, and the ILP solver's own log, on stderr")
     parser.set_defaults(func=run)
+
+
+def add_population_options(parser: argparse.ArgumentParser) -> None:
+    """``--population``, ``--confidence``, ``--resamples`` (a statement about the population
+    of items; ``--seed`` seeds the resamples)."""
+    parser.add_argument("--population", choices=("none", "bootstrap", "exact"),
+                        default="none",
+                        help="add a statement about the population the items were drawn "
+                             "from: an upper confidence bound on T there. exact: "
+                             "Clopper-Pearson through the M=1 map (finite-sample, "
+                             "conservative; every M); bootstrap: item resamples refitted "
+                             "under the chosen --m (default none)")
+    parser.add_argument("--confidence", type=float, default=0.95, metavar="LEVEL",
+                        help="confidence level of --population, in (0, 1) (default 0.95)")
+    parser.add_argument("--resamples", type=int_range(1, 100_000), default=200, metavar="B",
+                        help="item resamples of --population bootstrap (default 200)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -191,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
         squares_key=args.key, with_bounds=args.bounds, max_keys=args.max_keys,
         judges=args.judges, judges_csv=args.judges_csv,
         judges_plot=args.judges_plot, swapped=args.swapped, tolerance=args.tolerance,
+        bands=args.bands, ties=args.ties, population=args.population,
+        confidence=args.confidence, resamples=args.resamples,
         time_limit=args.time_limit,
         progress=not args.no_progress, verbose=args.verbose, page=args.html is not None,
         plot_per_label=args.plot_per_label, pspace=args.pspace)

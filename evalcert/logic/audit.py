@@ -109,6 +109,9 @@ class AuditReport(PageMixin, ResultMixin):
         (``--csv`` / ``--bounds``).
     judges : JudgeTable or None
         The per-judge table (``--judges``): estimated and exact, with flags.
+    population : tuple of PopulationBound
+        Upper confidence bounds on the population's ``T`` (``--population``), for M=1 and
+        the chosen M (:mod:`evalcert.logic.population`).
 
     Examples
     --------
@@ -134,6 +137,7 @@ class AuditReport(PageMixin, ResultMixin):
     spec: dict[str, Any] | None = None
     bounds: LabelBounds | None = None
     judges: Any = None
+    population: tuple[Any, ...] = ()
 
     def to_frame(self) -> Any:
         """The per-judge table when built (``judges``), else the per-(grader, label) accuracy
@@ -165,6 +169,8 @@ class AuditReport(PageMixin, ResultMixin):
                      f"{b['level']:.0%} of tests drawn like this one have T_1 in "
                      f"[{b['interval'][0]:.4f}, {b['interval'][1]:.4f}] (a population "
                      "statement; this test's T is exact)")
+        for bound in self.population:
+            text += "\n" + bound.sentence()
         return text
 
     def to_dict(self, full_curve: bool = False) -> dict[str, Any]:
@@ -178,7 +184,9 @@ class AuditReport(PageMixin, ResultMixin):
                "agreement": to_jsonable(self.agreement), "bootstrap": self.bootstrap,
                "spec": to_jsonable(self.spec),
                "bounds": self.bounds.to_dict() if self.bounds is not None else None,
-               "judges": self.judges.to_dict() if self.judges is not None else None}
+               "judges": self.judges.to_dict() if self.judges is not None else None,
+               "population": ({b.m: b.to_dict() for b in self.population}
+                              if self.population else None)}
         if full_curve and self.result.curve is not None:
             c = self.result.curve
             out["curve"] = {**(self.curve_summary or {}), "keys": c.keys.tolist(),
@@ -220,6 +228,13 @@ class AuditSpec:
         swap consistency goes to ``read["swapped"]`` and the judge table
     tolerance : ordinal labels: a decision within this many steps of the true label (in
         the declared label order) counts as correct (:mod:`evalcert.logic.ordinal`)
+    bands : declared bands (``"1-3,4-7,8-10"``): a decision in the true label's band is
+        correct; ties : ``"half"`` scores a tie against ``a``/``b`` (either way) as 1/2
+    population, confidence, resamples : a statement about the population the items were
+        drawn from (:mod:`evalcert.logic.population`): ``"bootstrap"`` (item bootstrap of
+        ``T`` for the chosen M, ``resamples`` refits, seeded by ``seed``), ``"exact"``
+        (finite-sample Clopper-Pearson bound through the M=1 threshold map) or ``"none"``,
+        at level ``confidence``
     time_limit : seconds for the M=2 / full-joint search; past it the result carries the
         proven bounds ``T in [T, T_upper]`` (``result.T_upper``) instead of an exact ``T``
     progress : a progress bar on stderr once the search passes ~3 s (keys decided, bounds
@@ -270,6 +285,11 @@ class AuditSpec:
     judges_plot: str | Path | None = None
     swapped: bool = False
     tolerance: int = 0
+    bands: str | None = None
+    ties: str = "none"
+    population: str = "none"
+    confidence: float = 0.95
+    resamples: int = 200
     time_limit: float | None = None
     progress: bool = False
     verbose: bool = False
@@ -332,6 +352,8 @@ def _run(spec: AuditSpec) -> AuditReport:
         raise InputError(f"--seed {spec.seed}: give a whole number >= 0")
     if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 1:
         raise InputError(f"--sequence {sequence!r}: give a whole number >= 1")
+    if spec.population not in (None, "none"):
+        _check_population(spec)
     from evalcert.io.decisions import load_audit_input   # orchestration: the one file read
 
     kwargs: dict[str, Any] = {"format": spec.fmt, "item_col": spec.item_col,
@@ -388,7 +410,7 @@ def _run(spec: AuditSpec) -> AuditReport:
                          "--m full or --on-missing drop")
     want_judges = spec.judges or spec.judges_csv is not None or spec.judges_plot is not None
     if spec.page and not want_judges and isinstance(data, Decisions) and \
-            not spec.tolerance and sequence == 1:
+            not _partial(spec) and sequence == 1:
         want_judges = _page_judges(data, max_keys)
         if isinstance(want_judges, str):
             notes += (want_judges,)
@@ -407,7 +429,7 @@ def _run(spec: AuditSpec) -> AuditReport:
                              "every grader on every item (M=1 curves and squares, "
                              "accuracies at a fixed key); drop them or use --on-missing drop")
         want_bounds = False
-    want_bounds = want_bounds and sequence == 1 and not spec.tolerance
+    want_bounds = want_bounds and sequence == 1 and not _partial(spec)
     if not 1 <= max_keys <= 1000:
         raise InputError(f"--max-keys {max_keys}: give 1 to 1000 keys")
     if want_bounds:
@@ -420,23 +442,15 @@ def _run(spec: AuditSpec) -> AuditReport:
                              f"summing to Q = {n_items}, one per label {list(data.labels)}")
     _check_paper_figures(spec, data, bounds)
     curve = None
-    want_curve = plot is not None or spec.plot_per_label is not None or (spec.page and not spec.tolerance and sequence == 1 and (
+    want_curve = plot is not None or spec.plot_per_label is not None or (
+        spec.page and not _partial(spec) and sequence == 1 and (
         not isinstance(data, Decisions) or data.complete))
     threshold = spec.threshold
     if spec.time_limit is not None and not spec.time_limit > 0:
         raise InputError(f"--time-limit {spec.time_limit}: give a number of seconds > 0")
     search = {"progress": spec.progress, "time_limit": spec.time_limit}
-    if spec.tolerance:
-        if sequence != 1 or with_bounds or csv is not None or plot is not None or \
-                squares is not None or \
-                spec.label_thresholds is not None or spec.grade is not None:
-            raise InputError("--tolerance runs the alarm alone (with --judges' estimated "
-                             "columns); drop --sequence, --csv, --bounds, --plot, --squares, "
-                             "--label-thresholds and --grade")
-        from evalcert.logic.ordinal import alarm_tolerance
-
-        result = alarm_tolerance(data, threshold, spec.tolerance, m=m, solver=solver,
-                                 verbose=verbose, **search, **bounds)
+    if _partial(spec):
+        result = _credit_alarm(spec, data, threshold, m, search, bounds)
     elif sequence != 1:
         from evalcert.logic.sequences import alarm_sequence
 
@@ -505,6 +519,8 @@ def _run(spec: AuditSpec) -> AuditReport:
         with heartbeat(f"item bootstrap ({n_boot} resamples) on {size}",
                        enabled=spec.progress):
             extras["bootstrap"] = est.bootstrap_t(data, n_boot, spec.seed) if n_boot else None
+    if spec.population not in (None, "none"):
+        extras["population"] = _population(spec, data, result, m)
     if want_judges:
         from evalcert.logic.judges import judge_table
 
@@ -535,6 +551,73 @@ def _run(spec: AuditSpec) -> AuditReport:
     if spec.label_thresholds is not None or spec.grade is not None:
         extras["spec"] = _spec(data, spec.label_thresholds, spec.grade, bounds, solver)
     return AuditReport(result, read, notes, curve_summary, **extras)
+
+
+def _check_population(spec: AuditSpec) -> None:
+    """Refuse ``--population`` options before any work."""
+    if spec.population not in ("bootstrap", "exact"):
+        raise InputError(f"--population {spec.population!r}: use bootstrap, exact or none")
+    if not 0 < spec.confidence < 1:
+        raise InputError(f"--confidence {spec.confidence}: give a level strictly between 0 "
+                         "and 1, e.g. 0.95")
+    if not 1 <= spec.resamples <= MAX_BOOT:
+        raise InputError(f"--resamples {spec.resamples}: give 1 to {MAX_BOOT:,} resamples")
+    flags = [flag for flag, on in (("--tolerance/--bands/--ties", _partial(spec) or None),
+                                   ("--sequence", spec.sequence != 1 or None),
+                                   ("--lower", spec.lower), ("--upper", spec.upper))
+             if on is not None]
+    if flags:
+        raise InputError(f"--population covers exact-match correctness on free keys; drop "
+                         f"{', '.join(flags)}")
+
+
+def _population(spec: AuditSpec, data: Any, result: AlarmResult, m: str) -> tuple[Any, ...]:
+    """``--population``: upper confidence bounds on the population's ``T`` for M=1 (when
+    the decisions are complete) and the chosen M (:mod:`evalcert.logic.population`)."""
+    if result.T_upper is not None:
+        raise InputError("--population needs the test's exact T; the time limit left T in "
+                         f"[{result.T}, {result.T_upper}]: raise --time-limit")
+    from evalcert.logic.population import population_bounds
+
+    complete = not isinstance(data, Decisions) or data.complete
+    ms = (["1"] if complete and m != "1" else []) + [m]
+    return population_bounds(data, ms, spec.population, {m: result.T}, level=spec.confidence,
+                             resamples=spec.resamples, seed=spec.seed, solver=spec.solver,
+                             progress=spec.progress)
+
+
+def _partial(spec: AuditSpec) -> bool:
+    """Whether a partial-credit rule (``--tolerance``, ``--bands``, ``--ties half``) is on."""
+    return bool(spec.tolerance) or spec.bands is not None or spec.ties not in (None, "none")
+
+
+def _credit_alarm(spec: AuditSpec, data: Any, threshold: Any, m: str, search: dict[str, Any],
+                  bounds: dict[str, Any]) -> AlarmResult:
+    """The alarm under one partial-credit rule (:mod:`evalcert.logic.ordinal`), alone."""
+    flags = [flag for flag, on in (("--sequence", spec.sequence != 1 or None),
+                                   ("--bounds", spec.with_bounds or None), ("--csv", spec.csv),
+                                   ("--plot", spec.plot), ("--squares", spec.squares),
+                                   ("--label-thresholds", spec.label_thresholds),
+                                   ("--grade", spec.grade)) if on is not None]
+    if flags:
+        raise InputError("--tolerance, --bands and --ties run the alarm alone (with --judges' "
+                         f"estimated columns); drop {', '.join(flags)}")
+    from evalcert.logic.ordinal import alarm_bands, alarm_credit, alarm_tolerance, credit_table
+
+    if not isinstance(data, Decisions):
+        raise InputError("--tolerance, --bands and --ties need the decisions (a judge log), "
+                         "not label counts")
+    table = credit_table(data.labels, tolerance=spec.tolerance, bands=spec.bands,
+                         ties=spec.ties)
+    opts = {"m": m, "solver": spec.solver, "verbose": spec.verbose, **search, **bounds}
+    if spec.tolerance:
+        return alarm_tolerance(data, threshold, spec.tolerance, **opts)
+    if spec.bands is not None:
+        return alarm_bands(data, threshold, spec.bands, **opts)
+    # half credit runs the level search, which draws no bar: say what it does past 3 s
+    with heartbeat(f"M={m} alarm with ties as half-right (level search over denominators "
+                   f"up to 2Q = {2 * len(data.items):,})", enabled=spec.progress):
+        return alarm_credit(data, threshold, table, rule="ties scored as half-right", **opts)
 
 
 def _page_judges(data: Decisions, max_keys: int) -> bool | str:
@@ -586,9 +669,10 @@ def _check_paper_figures(spec: AuditSpec, data: Any, bounds: dict[str, Any]) -> 
                             ("--pspace", spec.pspace)) if v is not None]
     if not asked:
         return
-    if spec.sequence != 1 or spec.tolerance:
+    if spec.sequence != 1 or _partial(spec):
         raise InputError(f"{', '.join(asked)} draw{'s' if len(asked) == 1 else ''} M=1 "
-                         "views of item-level keys; drop them or --sequence/--tolerance")
+                         "views of item-level keys; drop them or --sequence/--tolerance/"
+                         "--bands/--ties")
     if isinstance(data, Decisions) and not data.complete:
         raise InputError(f"{', '.join(asked)} need every grader on every item (M=1 label "
                          "counts of one test); drop them or use --on-missing drop")

@@ -78,7 +78,9 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
                upper: Sequence[int] | None = None, solver: str = "highs",
                max_checks: int = 200, max_binding_keys: int = 3, max_keys: int = 1000,
                verbose: bool = False, progress: bool = False,
-               time_limit: float | None = None) -> AlarmResult:
+               time_limit: float | None = None,
+               start: tuple[Fraction, tuple[int, ...], np.ndarray] | None = None
+               ) -> AlarmResult:
     """No-knowledge alarm on the full joint of the graders' aligned decisions.
 
     Parameters
@@ -95,6 +97,10 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
     progress, time_limit : a progress bar on stderr past ~3 s; stop after ``time_limit``
         seconds with the proven bounds ``T in [T, T_upper]``
         (:func:`~evalcert.logic.exact.exact_alarm`)
+    start : ``(value, key, split)`` of a consistent point known in advance (a joint split
+        over :func:`joint_patterns`' patterns, its key and exact value): a warm start, used
+        when better than the LP-rounded one (the population bootstrap passes the full
+        sample's key)
 
     Examples
     --------
@@ -130,8 +136,11 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
             split = as_split(point)  # the local search left the key bounds: keep the solver's
         return _joint_value(pats, split), tuple(int(v) for v in split.sum(axis=0)), split
 
+    warm = start
     start, lp_bound = joint_lp_bounds(dec, top, solver, lo if bounded else None,
                                       hi if bounded else None)
+    if warm is not None and (start is None or warm[0] > start[0]):
+        start = warm
     if lp_bound is not None:  # T_full < lp_bound: the LP relaxation is infeasible there
         top = min(top, lp_bound)
     return exact_alarm(build, dec, threshold, upper=top, m="full", method="full-joint ILP",

@@ -156,7 +156,8 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
              upper: Sequence[int] | None = None, solver: str = "highs",
              max_keys: int = 1000, max_checks: int = 200, max_binding_keys: int = 3,
              verbose: bool = False, progress: bool = False,
-             time_limit: float | None = None) -> AlarmResult:
+             time_limit: float | None = None,
+             start: tuple[Fraction, tuple[int, ...], np.ndarray] | None = None) -> AlarmResult:
     """No-knowledge alarm under the M=2 axioms (ILP).
 
     ``T_2`` comes from :class:`evalcert.logic.search.KeySearch` (one cached HiGHS model:
@@ -168,6 +169,8 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
     pair binds at a key when no M=2-consistent evaluation with everyone at least ``T_2``
     puts that grader above ``T_2`` on that label. ``progress`` and ``time_limit`` as in
     :func:`evalcert.logic.exact.exact_alarm` (a time limit returns ``T in [T, T_upper]``).
+    ``start``: ``(value, key, joint split)`` of a full-joint point known in advance (a warm
+    start used instead of the LP-rounded one; every full-joint point is M=2-consistent).
 
     Examples
     --------
@@ -207,6 +210,7 @@ def alarm_m2(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | Non
                                                            limit=max_keys),
                        n_keys=qcomplex_size(counts.n_items, r, lo, hi), max_checks=max_checks,
                        max_binding_keys=max_binding_keys, verbose=verbose, describe=describe,
-                       start=None if bounded else joint_start(dec, top, solver),
+                       start=start if start is not None else
+                       None if bounded else joint_start(dec, top, solver),
                        progress=progress,
                        time_limit=_left(time_limit, t_start))
