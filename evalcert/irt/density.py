@@ -379,6 +379,10 @@ def fit_auto(estimator: Any, Y: Any, mask: Any = None) -> Any:
         est.density = name
         est._on_grid = True
         return est.fit(Y, mask)
-    best, _ = choose_density(one, validate_responses(Y, mask, kind="binary").shape[0])
+    best, table = choose_density(one, validate_responses(Y, mask, kind="binary").shape[0])
+    best.result_ = dataclasses.replace(best.result_, notes=best.result_.notes + (
+        f"latent density by BIC ({table.n_models} models): " + "; ".join(
+            f"{d} loglik {ll:.2f}, {k} parameters, AIC {a:.2f}, BIC {b:.2f}{' (chosen)' * bool(c)}"
+            for d, ll, k, a, b, c in table.rows()),))
     vars(estimator).update({k: v for k, v in vars(best).items() if k.endswith("_")})
     return estimator
