@@ -58,7 +58,7 @@ def test_one_example_report_page_per_job(site):
     """docs/reports.rst links one page per job, made by ``--html`` at build time; each is a
     self-contained page under 2 MB."""
     text = (site / "reports.html").read_text(encoding="utf-8")
-    for job in ("fit", "audit", "irt", "curl", "bench"):
+    for job in ("fit", "audit", "irt", "curl", "bench", "compare", "rank", "cat"):
         page = site / "reports" / f"{job}.html"
         assert f'href="reports/{job}.html"' in text, job
         html = page.read_text(encoding="utf-8")

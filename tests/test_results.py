@@ -30,12 +30,6 @@ NOT_BUILT = {
     "TVDMIExamples": "built from critic calls of an LLM (tests/diagnostics/test_tvdmi.py)",
     "TVDMIScores": "built from critic calls of an LLM (tests/diagnostics/test_tvdmi.py)",
     "FailedFit": "only when a sparse fit fails (tests/diagnostics/test_experiments.py)",
-    "BTCertificate": "compare/rank (issue 24) merged at this branch's deadline: add a run here",
-    "BTFit": "compare/rank (issue 24) merged at this branch's deadline: add a run here",
-    "CompareResult": "compare/rank (issue 24) merged at this branch's deadline: add a run here",
-    "JudgeWeightedFit": "compare/rank (issue 24) merged at this branch's deadline: add a run here",
-    "PairwiseCounts": "compare/rank (issue 24) merged at this branch's deadline: add a run here",
-    "RankResult": "compare/rank (issue 24) merged at this branch's deadline: add a run here",
 }
 
 
@@ -145,6 +139,23 @@ def results(tmp_path_factory) -> dict[type, object]:
     made += [convert(folder / "r.jsonl", folder / "long.csv"), cells.finish(),
              run_cat(bank, lambda item: 1.0, max_items=3),
              simulate_cat(bank, Y, holdout=None, max_items=3)]
+    from evalcert.compare.bradley_terry import fit_bradley_terry
+    from evalcert.compare.counts import CountsBuilder, PairwiseCounts
+    from evalcert.compare.judges import fit_judge_weighted
+    from evalcert.compare.leaderboard import rank
+    from evalcert.compare.paired import compare
+    from evalcert.datasets.battles import simulate_battles
+
+    battles, _ = simulate_battles(n_models=5, n_battles=400, seed=0)
+    counts = PairwiseCounts.from_battles(battles["model_a"], battles["model_b"],
+                                         battles["winner"])
+    judged = CountsBuilder()
+    a, c = judged.codes(["x", "y", "z", "x"] * 5), judged.codes(["y", "z", "x", "z"] * 5)
+    judged.add(a, c, np.array([0, 0, 0, 1] * 5), judge=judged.judge_codes(["j1", "j2"] * 10))
+    made += [compare(ScoreMatrix.from_array((Y[:6] > 0).astype(float), bounds=(0, 1)),
+                     n_boot=20, irt="rasch", n_jobs=1),
+             counts, rank(counts, n_boot=10, n_jobs=1), fit_bradley_terry(counts),
+             fit_judge_weighted(judged.build())]
     found: dict[type, object] = {}
     for result in made:
         _collect(result, found)
@@ -209,6 +220,16 @@ def test_to_frame_holds_the_results_values(results):
     assert np.array_equal(frame["ability"], scores.abilities)
     lrt, frame = _frame_of(results, "LRTestResult")
     assert frame.loc["general", "loglik"] == lrt.general.loglik
+    cmp, frame = _frame_of(results, "CompareResult")
+    assert frame["model"].tolist() == [r["model"] for r in cmp.ranks]
+    assert cmp.to_frame("pairs")["p_adjusted"].tolist() == [p["p_adjusted"] for p in cmp.pairs]
+    assert cmp.to_frame("irt_ranks")["model"].tolist() == [r["model"] for r in cmp.irt_ranks]
+    board, frame = _frame_of(results, "RankResult")
+    assert frame["model"].tolist() == list(board.models)
+    assert np.array_equal(frame["score"], board.score)
+    cat, frame = _frame_of(results, "CATResult")
+    assert frame["predicted_accuracy"].tolist() == [m["predicted_accuracy"] for m in cat.models]
+    assert cat.to_frame("curve")["n_items"].tolist() == [c["n_items"] for c in cat.curve]
     for name in ("AuditReport", "AnchorResult", "CVResult", "ConnectivityReport",
                  "BaselineComparisonResult", "CoverageSweepResult", "GiniProjectionResult"):
         _frame_of(results, name)

@@ -26,6 +26,12 @@ EXAMPLES = {
     "bench": ["bench", "--family", "ilp-m1", "clipped-linear", "--backends", "native",
               "osqp-direct", "pulp-highs", "--profile", "default", "--quick", "--jobs", "1",
               "--no-memory", "--out", "bench_out", "--html", "bench.html"],
+    "compare": ["compare", "demo.csv", "--boot", "500", "--n-jobs", "1", "--no-progress",
+                "--html", "compare.html"],
+    "rank": ["rank", "battles.csv", "--bootstrap", "200", "--n-jobs", "1", "--no-progress",
+             "--html", "rank.html"],
+    "cat": ["irt", "cat", "bank_responses.csv", "--model", "2pl", "--max-items", "30",
+            "--html", "cat.html"],
 }
 
 
@@ -46,6 +52,16 @@ def _inputs(folder: Path) -> None:
     pd.DataFrame(Y, index=[f"model_{i:02d}" for i in range(40)],
                  columns=[f"q{j:02d}" for j in range(60)]).to_csv(folder / "responses.csv",
                                                                   index_label="model")
+    theta, b = rng.normal(size=300), rng.normal(size=200)            # a bank to test on
+    a = np.exp(rng.normal(0, 0.3, size=200))
+    Y = (rng.random((300, 200)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(int)
+    pd.DataFrame(Y, index=[f"model_{i:03d}" for i in range(300)],
+                 columns=[f"q{j:03d}" for j in range(200)]).to_csv(
+        folder / "bank_responses.csv", index_label="model")
+    from evalcert.datasets.battles import simulate_battles
+
+    simulate_battles(n_models=20, n_battles=20_000, seed=0)[0].to_csv(folder / "battles.csv",
+                                                                     index=False)
 
 
 def write_examples(out: Path) -> list[Path]:

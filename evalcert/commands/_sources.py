@@ -92,6 +92,7 @@ def read_score_matrix(path: str, fmt: str, args: argparse.Namespace,
                 print(f"evalcert: {path}: read as {tool} (detected)", file=sys.stderr)
             read = read_results(path, tool, **source_options(args))
             print("evalcert: " + read.summary().replace("\n", "\nevalcert: "), file=sys.stderr)
+            args.read_description = read.summary().replace("\n", "; ")    # for --html
             return read.matrix
         fmt = "wide"
     from evalcert.io.scores import read_scores

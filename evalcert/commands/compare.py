@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from evalcert.commands._args import (PLOT_SUFFIXES, add_output_flags, float_range, int_range,
-                                     nonnegative_int, open_probability)
+from evalcert.commands._args import (HTML_SUFFIXES, PLOT_SUFFIXES, add_html_option,
+                                     add_output_flags, float_range, int_range, nonnegative_int,
+                                     open_probability)
+from evalcert.commands._finish import finish
 from evalcert.commands._sources import RESULTS_FORMATS, add_source_options, read_score_matrix
 from evalcert.errors import InputError
 
@@ -39,6 +41,7 @@ def _parallel_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument("--json", default=None, help="write the result as JSON here")
     parser.add_argument("--plot", default=None, help="write the figure here (.png, .pdf, .svg)")
+    add_html_option(parser)
     add_output_flags(parser)
 
 
@@ -126,6 +129,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rank.set_defaults(func=run_rank)
 
 
+def _check_outputs(args: argparse.Namespace, source: str) -> None:
+    from evalcert.io.outputs import check_outputs
+
+    check_outputs({"--plot": args.plot, "--json": args.json, "--html": args.html},
+                  inputs=[source], force=args.force,
+                  suffixes={"--plot": PLOT_SUFFIXES, "--html": HTML_SUFFIXES})
+
+
 def _groups(args: argparse.Namespace, items) -> dict | None:
     if args.groups is not None and args.group_sep is not None:
         raise InputError("--groups and --group-sep both define clusters: give one")
@@ -169,25 +180,23 @@ def run_compare(args: argparse.Namespace) -> int:
     >>> tmp.cleanup()
     """
     from evalcert.compare.paired import compare
-    from evalcert.io.outputs import check_outputs
 
-    check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.results],
-                  force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
+    _check_outputs(args, args.results)
     S = read_score_matrix(args.results, args.format, args, bounds=(-1e300, 1e300))
     result = compare(S, groups=_groups(args, S.items), test=args.test, adjust=args.adjust,
                      alpha=args.alpha, power=args.power, n_boot=args.boot, seed=args.seed,
                      irt=args.irt, n_jobs=args.n_jobs, backend=args.backend,
                      scheduler=args.scheduler, progress=not args.no_progress)
     print(result.summary())
-    if args.plot is not None:
+
+    def plot(path: str) -> None:
         from evalcert.plots.compare import plot_compare
 
-        plot_compare(result, args.plot)
-        print(f"figure written to {args.plot}")
-    if args.json is not None:
-        result.to_json(args.json)
-        print(f"result written to {args.json}")
-    return 0
+        plot_compare(result, path)
+
+    return finish(args, result, plot=plot,
+                  page={"scores": S, "source": args.results, "fmt": args.format,
+                        "read": getattr(args, "read_description", None)})
 
 
 def run_rank(args: argparse.Namespace) -> int:
@@ -210,10 +219,8 @@ def run_rank(args: argparse.Namespace) -> int:
     """
     from evalcert.compare.leaderboard import rank
     from evalcert.io.arena import read_arena
-    from evalcert.io.outputs import check_outputs
 
-    check_outputs({"--plot": args.plot, "--json": args.json}, inputs=[args.pairwise],
-                  force=args.force, suffixes={"--plot": PLOT_SUFFIXES})
+    _check_outputs(args, args.pairwise)
     if args.judge_weighted and args.judge_column is None:
         raise InputError("--judge-weighted needs --judge-column NAME (the column naming each "
                          "battle's judge)")
@@ -225,12 +232,10 @@ def run_rank(args: argparse.Namespace) -> int:
                   scheduler=args.scheduler, progress=not args.no_progress,
                   judge_weighted=args.judge_weighted, reliability_sd=args.reliability_sd)
     print(result.summary())
-    if args.plot is not None:
+
+    def plot(path: str) -> None:
         from evalcert.plots.compare import plot_rank
 
-        plot_rank(result, args.plot)
-        print(f"figure written to {args.plot}")
-    if args.json is not None:
-        result.to_json(args.json)
-        print(f"result written to {args.json}")
-    return 0
+        plot_rank(result, path)
+
+    return finish(args, result, plot=plot, page={"source": args.pairwise})

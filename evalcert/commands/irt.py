@@ -22,6 +22,7 @@ from evalcert.commands._args import (HTML_SUFFIXES, PLOT_SUFFIXES, add_html_opti
                                      add_output_flags, finite_float,
                                      nonnegative_float, nonnegative_int, open_probability,
                                      positive_float, positive_int, probability)
+from evalcert.commands._finish import finish as _finish
 from evalcert.commands._sources import RESULTS_FORMATS, add_source_options
 from evalcert.errors import InputError
 
@@ -248,16 +249,6 @@ def _write_tables(args: argparse.Namespace, est, table) -> None:
         print(f"\nwrote {paths[0]} and {paths[1]}")
 
 
-def _finish(args: argparse.Namespace, result, plot=None) -> int:
-    if getattr(args, "json", None):
-        result.to_json(args.json)
-        print(f"wrote {args.json}")
-    if plot is not None and getattr(args, "plot", None):
-        plot(args.plot)
-        print(f"wrote {args.plot}")
-    return 0
-
-
 # -- verbs --------------------------------------------------------------------------------------
 def _quiet(verb):
     """Run a verb with the library's warnings printed as one line each."""
@@ -286,15 +277,9 @@ def _fit(args: argparse.Namespace) -> int:
 
         plot_item_curves(item_parameters(est), abilities=est.abilities_, path=path)
 
-    status = _finish(args, est.result_, plot)
-    if args.html:
-        from evalcert.report import write_page
-
-        write_page(est.result_, args.html, responses=table, estimator=est,
-                   source=args.responses, fmt=args.format, read=args.read_description,
-                   command=getattr(args, "command_line", None))
-        print(f"wrote {args.html}")
-    return status
+    return _finish(args, est.result_, plot=plot,
+                   page={"responses": table, "estimator": est, "source": args.responses,
+                         "fmt": args.format, "read": args.read_description})
 
 
 def _holdout(args: argparse.Namespace) -> int:
@@ -343,7 +328,7 @@ def _itemfit(args: argparse.Namespace) -> int:
 
         plot_item_fit(res, path=path)
 
-    return _finish(args, res, plot)
+    return _finish(args, res, plot=plot)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -382,7 +367,7 @@ def _anchors(args: argparse.Namespace) -> int:
 
         plot_anchor_estimates(res, path=path)
 
-    return _finish(args, res, plot)
+    return _finish(args, res, plot=plot)
 
 
 def _cat(args: argparse.Namespace) -> int:
@@ -416,7 +401,8 @@ def _cat(args: argparse.Namespace) -> int:
                        randomesque=args.randomesque, max_exposure=args.max_exposure,
                        prior=prior, seed=args.seed)
     print(res.summary())
-    return _finish(args, res)
+    return _finish(args, res, page={"source": args.responses, "fmt": args.format,
+                                    "read": args.read_description, "bank": args.items})
 
 
 # -- parser -------------------------------------------------------------------------------------
@@ -612,5 +598,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--prior-sd", type=positive_float, default=None,
                    help="with --items: ability prior sd (default: the item file's)")
     p.add_argument("--seed", type=nonnegative_int, default=0)
-    _output_options(p)
+    _output_options(p, html=True)
     p.set_defaults(func=_quiet(_cat))

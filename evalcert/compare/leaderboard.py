@@ -33,7 +33,7 @@ from evalcert.compare.bradley_terry import (TIES, BTCertificate, _problem, check
 from evalcert.compare.counts import PairwiseCounts
 from evalcert.compare.rank_intervals import rank_from_draws, ranks_of
 from evalcert.errors import InputError
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 
 __all__ = ["rank", "RankResult", "ELO_SCALE", "ELO_BASE"]
 
@@ -45,7 +45,7 @@ MAX_BOOT = 1_000_000
 
 
 @dataclasses.dataclass(frozen=True)
-class RankResult(ResultMixin):
+class RankResult(PageMixin, ResultMixin):
     """A Bradley-Terry leaderboard.
 
     Attributes

@@ -44,7 +44,7 @@ from scipy import stats
 from evalcert.compare.rank_intervals import (ADJUST, adjust_pvalues, rank_from_draws,
                                              rank_from_se, ranks_of)
 from evalcert.errors import InputError
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 
 __all__ = ["compare", "CompareResult", "TESTS"]
 
@@ -59,7 +59,7 @@ MAX_PAIRS = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
-class CompareResult(ResultMixin):
+class CompareResult(PageMixin, ResultMixin):
     """Paired comparisons of every pair of models and rank intervals.
 
     ``pairs`` rows: ``model_a, model_b, n_shared, diff, ci_low, ci_high, p_value,
@@ -103,6 +103,17 @@ class CompareResult(ResultMixin):
         """``(pairs, ranks)`` as pandas DataFrames."""
         import pandas as pd
         return pd.DataFrame(list(self.pairs)), pd.DataFrame(list(self.ranks))
+
+    def to_frame(self, what: str = "ranks") -> Any:
+        """One table as a DataFrame: ``"ranks"`` (one row per model, best first),
+        ``"pairs"`` (one row per pair) or ``"irt_ranks"`` (with ``irt=``)."""
+        import pandas as pd
+        if what not in ("ranks", "pairs", "irt_ranks"):
+            raise ValueError(f"what must be 'ranks', 'pairs' or 'irt_ranks', not {what!r}")
+        rows = getattr(self, what)
+        if rows is None:
+            raise ValueError("no IRT ranks: compare(..., irt='rasch' or '2pl') computes them")
+        return pd.DataFrame(list(rows))
 
     def summary(self) -> str:
         level = f"{100 * (1 - self.alpha):g}%"

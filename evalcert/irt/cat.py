@@ -59,7 +59,7 @@ from typing import Any, Callable
 import numpy as np
 
 from evalcert.errors import InputError
-from evalcert.results import ResultMixin, format_table
+from evalcert.results import PageMixin, ResultMixin, format_table
 from evalcert.irt.information import (ItemParameters, ability_prior, icc,
                                               item_information, item_parameters)
 from evalcert.irt.scoring import _Cells, score_cells
@@ -316,7 +316,7 @@ def run_cat(bank: Any, respond: Callable[[str], float], *, max_items: int = 50,
 
 
 @dataclasses.dataclass(frozen=True)
-class CATResult(ResultMixin):
+class CATResult(PageMixin, ResultMixin):
     """Adaptive tests replayed on held-out models, with the error curve against baselines.
 
     ``models``: per model ``{model, items_used, theta, se, predicted_accuracy,
@@ -351,6 +351,15 @@ class CATResult(ResultMixin):
     prior: tuple[float, float]
     seed: int
     notes: tuple[str, ...] = ()
+
+    def to_frame(self, what: str = "models") -> Any:
+        """One table as a DataFrame: ``"models"`` (one row per tested model) or ``"curve"``
+        (one row per test length: the errors of adaptive, random and anchor items)."""
+        import pandas as pd
+
+        if what not in ("models", "curve"):
+            raise ValueError(f"what must be 'models' or 'curve', not {what!r}")
+        return pd.DataFrame(list(self.models if what == "models" else self.curve))
 
     def summary(self) -> str:
         used = np.array([m["items_used"] for m in self.models])
@@ -475,7 +484,7 @@ def simulate_cat(model: Any, Y: Any, *, holdout: float | None = 0.2, max_items: 
             raise InputError(f"{int((~train.observed.any(axis=0)).sum())} items have no "
                              "response among the calibration models; drop them or change "
                              "the seed")
-        fit = model.clone().fit(np.where(train.observed, train.values, np.nan))
+        fit = model.clone().fit(train.to_frame())  # warnings name the file's items
         params, prior = _bank(fit, prior)
         n_train = int((~test).sum())
         targets_from = np.asarray(fit.abilities_, float)

@@ -5,21 +5,22 @@ read (file, format, counts, what was dropped and why), the versions and the exac
 that reproduces it. It is one file: CSS inline, figures as ``data:`` URIs, no script, no
 font and nothing else fetched, so it opens offline and can be mailed as is.
 
-``evalcert fit|audit|irt fit|curl|bench --html FILE`` writes it; in Python,
+``evalcert fit|audit|irt fit|irt cat|compare|rank|curl|bench --html FILE`` writes it; in Python,
 ``result.to_html()`` returns it and a notebook shows it (``_repr_html_``). :func:`page_for`
 picks the page function for a result; each job has one small ``page_from_...`` function
 (:mod:`evalcert.report.fit`, :mod:`~evalcert.report.audit`, :mod:`~evalcert.report.irt`,
-:mod:`~evalcert.report.curl`, :mod:`~evalcert.report.bench`) that builds a generic
+:mod:`~evalcert.report.curl`, :mod:`~evalcert.report.bench`, :mod:`~evalcert.report.compare`
+for ``compare`` and ``rank``, :mod:`~evalcert.report.cat`) that builds a generic
 :class:`~evalcert.report.page.Page` (title, verdict, sections of tables, figures and text,
 provenance) for :func:`~evalcert.report.rendering.render`.
 
-A page for another result (``compare``/``rank``, ``irt cat``): write ``page_from_<job>(result,
-*, source=None, command=None) -> Page`` in ``evalcert/report/<job>.py`` from the blocks of
-:mod:`evalcert.report.page` (verdict first: e.g. the forest plot and the pairwise matrix), add
-the result class name to :data:`PAGES`, mix :class:`~evalcert.results.PageMixin` into the
-result, and in the verb add :func:`~evalcert.commands._args.add_html_option`, ``"--html"`` to
-its ``check_outputs`` call and ``write_page(result, args.html, command=args.command_line)``
-at the end; ``tests/report/conftest.py`` then gets one run of the verb.
+A page for another result: write ``page_from_<job>(result, *, source=None, command=None) ->
+Page`` in ``evalcert/report/<job>.py`` from the blocks of :mod:`evalcert.report.page`
+(verdict first), add the result class name to :data:`PAGES`, mix
+:class:`~evalcert.results.PageMixin` into the result, and in the verb add
+:func:`~evalcert.commands._args.add_html_option`, ``"--html"`` to its ``check_outputs`` call
+and end with :func:`evalcert.commands._finish.finish` (it writes ``--json``, ``--plot`` and
+``--html``); ``tests/report/conftest.py`` then gets one run of the verb.
 
 Examples
 --------
@@ -55,6 +56,9 @@ PAGES = {
     "IRTResult": "evalcert.report.irt:page_from_irt",
     "CurlResult": "evalcert.report.curl:page_from_curl",
     "BenchmarkResult": "evalcert.report.bench:page_from_bench",
+    "CompareResult": "evalcert.report.compare:page_from_compare",
+    "RankResult": "evalcert.report.compare:page_from_rank",
+    "CATResult": "evalcert.report.cat:page_from_cat",
 }
 
 
@@ -94,10 +98,10 @@ def to_html(result: Any, path: str | os.PathLike[str] | None = None, **context: 
     >>> to_html(alarm({"a": {"x": 3, "y": 1}}, "1/2"))[:15]
     '<!DOCTYPE html>'
     """
-    text = render(page_for(result, **context))
+    page = page_for(result, **context)
     if path is not None:
-        Path(path).write_text(text, encoding="utf-8")
-    return text
+        write_html(page, path)
+    return render(page)
 
 
 def repr_html(result: Any) -> str:

@@ -37,12 +37,16 @@ class Table:
     """A table: ``headers`` and ``rows`` of plain values (str, int, float, Fraction, bool).
 
     ``id`` names the table in the page (``<table id=...>``); ``note`` says what is not
-    shown (e.g. ``"30 of 200 models shown"``).
+    shown (e.g. ``"30 of 200 models shown"``). ``shade`` makes it a heat-map table: one
+    level per cell, an int from -4 to 4 (the colour's direction and strength; ``None``
+    leaves the cell plain), shaped like ``rows``.
 
     Examples
     --------
     >>> Table(("link", "median"), (("identity", 0.08),), id="links").rows[0][1]
     0.08
+    >>> Table(("model", "a"), (("a", None),), shade=((None, None),)).shade[0][1] is None
+    True
     """
 
     headers: tuple[str, ...]
@@ -50,6 +54,13 @@ class Table:
     caption: str = ""
     id: str = ""
     note: str = ""
+    shade: tuple[tuple[int | None, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.shade and ([len(r) for r in self.shade] != [len(r) for r in self.rows]):
+            raise ValueError("shade must have one level per cell of rows")
+        if any(v is not None and not -4 <= v <= 4 for r in self.shade for v in r):
+            raise ValueError("shade levels are ints from -4 to 4")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,7 +28,8 @@ from typing import Any
 
 from evalcert.report.page import Page
 
-__all__ = ["render", "render_fragment", "write_html", "format_value", "exact_value"]
+__all__ = ["render", "render_fragment", "write_html", "format_value", "exact_value",
+           "heat_class"]
 
 
 def format_value(value: Any) -> str:
@@ -76,6 +77,21 @@ def exact_value(value: Any) -> str | None:
     return None
 
 
+def heat_class(level: Any) -> str:
+    """The CSS class (with a leading space) of a heat-map cell's level, -4..4; ``""`` for
+    ``None`` (a plain cell).
+
+    Examples
+    --------
+    >>> heat_class(3), heat_class(-1), heat_class(0), heat_class(None)
+    (' heat-p3', ' heat-n1', ' heat-0', '')
+    """
+    if level is None:
+        return ""
+    level = int(level)
+    return f" heat-{'p' if level > 0 else 'n' if level < 0 else ''}{abs(level)}"
+
+
 @lru_cache(maxsize=1)
 def _environment() -> Any:
     import jinja2
@@ -86,6 +102,7 @@ def _environment() -> Any:
                              lstrip_blocks=True)
     env.filters["show"] = format_value
     env.filters["exact"] = exact_value
+    env.filters["heat"] = heat_class
     env.tests["table"] = lambda b: type(b).__name__ == "Table"
     env.tests["figure"] = lambda b: type(b).__name__ == "Figure"
     env.tests["facts"] = lambda b: type(b).__name__ == "Facts"
@@ -122,7 +139,10 @@ def render_fragment(page: Page) -> str:
 def write_html(page: Page, path: str | os.PathLike[str]) -> Path:
     """Write ``render(page)`` to ``path`` (UTF-8); return the path.
 
-    The caller checks the path first (the CLI: :func:`evalcert.io.outputs.check_outputs`).
+    The caller checks the path first (the CLI: :func:`evalcert.io.outputs.check_outputs`);
+    the file is written like every output of evalcert, through
+    :func:`evalcert.io.outputs.writing` (a temporary file beside it, then moved into place,
+    so a link planted after the check is not followed and a failed write leaves nothing).
 
     Examples
     --------
@@ -135,6 +155,10 @@ def write_html(page: Page, path: str | os.PathLike[str]) -> Path:
     ...     out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     True
     """
+    from evalcert.io.outputs import writing
+
     out = Path(path)
-    out.write_text(render(page), encoding="utf-8")
+    text = render(page)
+    with writing(out) as tmp:           # a temporary file moved into place (the CLI's policy)
+        tmp.write_text(text, encoding="utf-8")
     return out

@@ -133,3 +133,20 @@ def test_issue_26_bank_adaptive_50_items_beats_random_by_10_percent():
                        max_items=50, seed=0)
     final = res.curve[-1]
     assert final["mae_accuracy"] <= 0.9 * final["mae_random"]
+
+
+def test_holdout_calibration_warnings_name_the_files_items():
+    # the calibration fit used to run on a bare array, so its warnings said 'item3'
+    import warnings
+
+    import pandas as pd
+    rng = np.random.default_rng(0)
+    Y = (rng.random((60, 30)) < 0.5).astype(float)
+    Y[:, 3] = 1.0
+    frame = pd.DataFrame(Y, index=[f"m{i}" for i in range(60)],
+                         columns=[f"q{j}" for j in range(30)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        simulate_cat(TwoPL(), frame, holdout=0.2, max_items=5, seed=0)
+    messages = " ".join(str(w.message) for w in caught)
+    assert "'q3'" in messages and "item3" not in messages

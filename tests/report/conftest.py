@@ -1,6 +1,7 @@
 """The pages of every verb with ``--html``, made once per session by the CLI on small inputs
 (the shipped demo matrix, the MT-Bench judges of paper 003, a simulated Rasch response file,
-a quick ILP benchmark), each beside the JSON of the same run."""
+a quick ILP benchmark, simulated 0/1 results of 8 models and a simulated battle log), each
+beside the JSON of the same run."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evalcert.datasets.battles import simulate_battles
 from evalcert.datasets.demo import demo_scores
 from tests._cli import run_cli
 
@@ -43,7 +45,15 @@ def _inputs(folder: Path) -> dict[str, Path]:
     responses = folder / "responses.csv"
     pd.DataFrame(Y, index=[f"model_{i}" for i in range(50)],
                  columns=[f"item_{j}" for j in range(30)]).to_csv(responses, index_label="model")
-    return {"scores": scores, "responses": responses}
+    results = folder / "results.csv"
+    p = rng.uniform(0.3, 0.9, (8, 1))
+    pd.DataFrame((rng.random((8, 300)) < p).astype(int), index=[f"m{i}" for i in range(8)],
+                 columns=[f"q{j}" for j in range(300)]).to_csv(results, index_label="model")
+    battles = folder / "battles.csv"
+    log, _ = simulate_battles(n_models=14, n_battles=6000, seed=0)
+    log.loc[:4, "model_b"] = log.loc[:4, "model_a"]          # 5 self-battles: not counted
+    log.to_csv(battles, index=False)
+    return {"scores": scores, "responses": responses, "results": results, "battles": battles}
 
 
 @pytest.fixture(scope="session")
@@ -61,6 +71,13 @@ def pages(tmp_path_factory) -> dict[str, Run]:
         "bench": ["bench", "--family", "ilp-m1", "--backends", "pulp-highs", "--quick",
                   "--profile", "default", "--jobs", "1", "--no-memory",
                   "--out", str(folder / "bench"), "--html", "{html}"],
+        "compare": ["compare", str(files["results"]), "--boot", "200", "--n-jobs", "1",
+                    "--no-progress", "--json", "{json}", "--html", "{html}"],
+        "rank": ["rank", str(files["battles"]), "--bootstrap", "50", "--n-jobs", "1",
+                 "--no-progress", "--json", "{json}", "--html", "{html}"],
+        "cat": ["irt", "cat", str(files["responses"]), "--model", "rasch", "--method", "mml",
+                "--max-items", "12", "--holdout", "0.3", "--json", "{json}",
+                "--html", "{html}"],
     }
     out = {}
     for name, template in runs.items():

@@ -18,7 +18,7 @@ from evalcert.cli import build_parser
 from tests._cli import run_cli
 from tests.report._html import Page, external_references
 
-VERBS = ("fit", "audit", "irt", "curl", "bench")
+VERBS = ("fit", "audit", "irt", "curl", "bench", "compare", "rank", "cat")
 MAX_BYTES = 2_000_000
 
 
@@ -163,6 +163,149 @@ def test_bench_numbers_equal_runs_csv(pages, tmp_path):
     assert solved == [f"{successes}/{len(records)}"]
 
 
+def _heat(page, table):
+    """{(row model, column model): (shown, exact, css class)} of a heat-map table."""
+    return {(row[0][0], head): cell for row in page.tables[table]["rows"]
+            for head, cell in zip(page.tables[table]["headers"][1:], row[1:])}
+
+
+def test_compare_numbers_equal_json(pages):
+    run = pages["compare"]
+    page, data = Page(run.text), _json(run)
+    ranks = data["ranks"]
+    rows = page.tables["ranking"]["rows"]
+    assert [r[3][0] for r in rows] == [r["model"] for r in ranks]
+    for row, r in zip(rows, ranks):
+        assert [int(row[k][1]) for k in range(3)] == [r["rank"], r["rank_ci_low"],
+                                                      r["rank_ci_high"]]
+        assert float(row[4][1]) == r["score"] and _close(row[4][0], r["score"])
+    pairs = {(p["model_a"], p["model_b"]): p for p in data["pairs"]}
+    shown = page.tables["pairs"]["rows"]
+    assert len(shown) == len(pairs) == 28
+    for row in shown:
+        p = pairs[(row[0][0], row[1][0])]
+        assert int(row[2][1]) == p["n_shared"]
+        assert float(row[3][1]) == p["diff"] and _close(row[3][0], p["diff"])
+        assert float(row[7][1]) == p["p_adjusted"] and _close(row[7][0], p["p_adjusted"])
+    assert [float(r[6][1]) for r in shown] == sorted(p["p_value"] for p in pairs.values())
+    # the pairwise matrix: each cell is the pair's adjusted p-value, either way round
+    matrix = Page(run.text).tables["pairwise"]
+    cells = {(row[0][0], head): cell for row in matrix["rows"]
+             for head, cell in zip(matrix["headers"][1:], row[1:])}
+    models = matrix["headers"][1:]
+    assert models == [r["model"] for r in ranks][:len(models)]
+    for (a, b), (text, exact) in cells.items():
+        if a == b:
+            assert text == "–" and exact is None
+            continue
+        p = pairs.get((a, b)) or pairs[(b, a)]
+        assert float(exact) == p["p_adjusted"]
+    top = ranks[0]["model"]
+    second = ranks[1]["model"]
+    p = pairs.get((top, second)) or pairs[(second, top)]
+    verdict = page.texts["verdict"]
+    assert verdict.startswith(top) and second in verdict
+    assert ("is better than" in verdict) == (p["p_adjusted"] < data["alpha"])
+    n_sig = sum(p["p_adjusted"] < data["alpha"] for p in pairs.values())
+    assert page.facts["pairs that differ"][1] == str(n_sig)
+    assert {"forest", "difference-matrix"} <= set(page.texts)
+
+
+def test_compare_matrix_is_shaded_by_direction_and_p(pages):
+    """A cell is blue (heat-p*) when the row model scores higher, orange (heat-n*) when
+    lower, and darker the smaller the adjusted p-value; the diagonal is plain."""
+    run = pages["compare"]
+    data = _json(run)
+    pairs = {(p["model_a"], p["model_b"]): p for p in data["pairs"]}
+    text = run.text
+    table = re.search(r'<table id="pairwise" class="heatmap">(.*?)</table>', text, re.S).group(1)
+    models = re.findall(r'<th scope="col">([^<]+)</th>', table)[1:]
+    for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)[1:]:
+        cells = re.findall(r'<td(?: class="([^"]*)")?[^>]*>', row)
+        a = re.search(r"<td[^>]*>([^<]+)</td>", row).group(1)
+        assert len(cells) == len(models) + 1
+        for b, css in zip(models, cells[1:]):
+            if a == b:
+                assert "heat" not in css
+                continue
+            p = pairs.get((a, b)) or pairs[(b, a)]
+            sign = 1 if (a, b) in pairs else -1
+            level = re.search(r"heat-(p|n)?(\d)", css)
+            assert level, (a, b, css)
+            strength = int(level.group(2))
+            if strength:
+                assert (level.group(1) == "p") == (sign * p["diff"] > 0)
+            assert (strength >= 2) == (p["p_adjusted"] < data["alpha"])
+
+
+def test_rank_numbers_equal_json(pages):
+    run = pages["rank"]
+    page, data = Page(run.text), _json(run)
+    ranks = data["ranks"]
+    rows = page.tables["leaderboard"]["rows"]
+    heads = page.tables["leaderboard"]["headers"]
+    assert [r[3][0] for r in rows] == [r["model"] for r in ranks] and len(rows) == 14
+    col = {h: k for k, h in enumerate(heads)}
+    for row, r in zip(rows, ranks):
+        assert int(row[col["rank"]][1]) == r["rank"]
+        assert int(row[col["rank low"]][1]) == r["rank_ci_low"]
+        assert float(row[col["score"]][1]) == r["score"]
+        assert float(row[col["Elo"]][1]) == r["elo"] and _close(row[col["Elo"]][0], r["elo"])
+        assert float(row[col["Elo 95% low"]][1]) == r["elo_ci_low"]
+        assert [int(row[col[k]][1]) for k in ("wins", "losses", "ties")] == [
+            r["wins"], r["losses"], r["ties"]]
+    cert = data["certificate"]
+    assert float(page.facts["gradient norm"][1]) == cert["grad_norm"]
+    assert float(page.facts["distance to optimum <="][1]) == cert["distance_bound"]
+    assert page.facts["optimum proven"][0] == ("yes" if cert["proves_optimum"] else "no")
+    assert page.facts["battles"][1] == str(data["n_battles"])
+    score = {r["model"]: r["score"] for r in ranks}
+    matrix = _heat(page, "win-probability")
+    assert len(matrix) == 12 * 12
+    for (a, b), (text, exact) in matrix.items():
+        if a == b:
+            assert exact is None
+        else:
+            assert float(exact) == pytest.approx(1 / (1 + math.exp(score[b] - score[a])),
+                                                 abs=1e-12)
+    top = ranks[0]
+    assert page.texts["verdict"].startswith(f"Top model: {top['model']}, Elo {top['elo']:.1f}")
+    assert data["dropped"] == {"self-battle": 5} or sum(data["dropped"].values()) == 5
+    assert "5 rows not counted" in page.texts["dropped"]
+    assert {"forest", "rank-forest"} <= set(page.texts)
+
+
+def test_cat_numbers_equal_json(pages):
+    run = pages["cat"]
+    page, data = Page(run.text), _json(run)
+    curve = page.tables["curve"]["rows"]
+    assert [int(r[0][1]) for r in curve] == [c["n_items"] for c in data["curve"]]
+    for row, c in zip(curve, data["curve"]):
+        assert [float(row[k][1]) for k in (1, 2, 3)] == [c["mae_accuracy"], c["mae_random"],
+                                                         c["mae_anchors"]]
+    final = data["curve"][-1]
+    assert float(page.facts["MAE adaptive"][1]) == final["mae_accuracy"]
+    assert float(page.facts["MAE random items"][1]) == final["mae_random"]
+    models = {m["model"]: m for m in data["models"]}
+    rows = page.tables["models"]["rows"]
+    assert len(rows) == len(models) == 15                      # 30% of 50 models held out
+    errors = []
+    for row in rows:
+        m = models[row[0][0]]
+        assert int(row[1][1]) == m["items_used"]
+        assert float(row[2][1]) == m["theta"]
+        assert float(row[4][1]) == m["predicted_accuracy"]
+        assert float(row[5][1]) == m["actual_accuracy"]
+        errors.append(abs(float(row[6][1])))
+    assert errors == sorted(errors, reverse=True)
+    verdict = page.texts["verdict"]
+    assert verdict.startswith(f"12 of {data['n_items']} items")
+    assert f"within {final['mae_accuracy']:.4f}" in verdict
+    assert {"error-curve", "predicted-vs-actual"} <= set(page.texts)
+    given = sum(len(a) for a in data["administered"])
+    assert given == 12 * len(models)
+
+
 def test_html_path_checked_before_any_work(tmp_path):
     """Like --json: a wrong extension, an existing file without --force, or the input itself
     are refused with one line and status 2 before the fit runs."""
@@ -179,6 +322,12 @@ def test_html_path_checked_before_any_work(tmp_path):
     assert status == 2
     status, _, err = run_cli(["bench", "--family", "ilp-m1", "--html", str(tmp_path / "x.pdf")])
     assert status == 2 and "--html" in err
+    status, out, err = run_cli(["compare", str(scores), "--html", str(tmp_path / "c.txt")])
+    assert status == 2 and "--html" in err and out == ""
+    status, out, err = run_cli(["rank", str(scores), "--html", str(tmp_path / "page.html")])
+    assert status == 2 and "exists" in err and out == ""
+    status, out, err = run_cli(["irt", "cat", str(scores), "--html", str(scores)])
+    assert status == 2 and out == ""
 
 
 def test_to_html_and_notebook_fragment():
@@ -235,3 +384,46 @@ def test_audit_page_under_a_time_limit_shows_the_proven_bounds():
     assert page.verdict.status == "warn"
     assert page.verdict.headline == "Time limit reached: T in [2/3, 4/5] at x = 7/10"
     assert "undecided" in page.verdict.meaning
+
+
+def test_rank_page_without_bootstrap_and_with_judges():
+    """No bootstrap: the page says there are no intervals (nothing invented); a judge-weighted
+    fit lists each judge's reliability."""
+    from evalcert.compare.counts import CountsBuilder
+    from evalcert.compare.leaderboard import rank
+    from evalcert.report.compare import page_from_rank
+
+    b = CountsBuilder()
+    a, c = b.codes(["x", "y", "z", "x"] * 5), b.codes(["y", "z", "x", "z"] * 5)
+    b.add(a, c, np.array([0, 0, 0, 1] * 5), judge=b.judge_codes(["j1", "j2"] * 10))
+    result = rank(b.build(), judge_weighted=True)
+    page = Page(result.to_html())
+    assert "no bootstrap: no intervals" in page.texts["verdict"]
+    assert {row[0][0] for row in page.tables["judges"]["rows"]} == {"j1", "j2"}
+    assert all(r[6][0] == "–" for r in page.tables["leaderboard"]["rows"])
+    assert page_from_rank(result).verdict.status == "info"
+
+
+def test_cat_page_when_the_whole_bank_is_given():
+    """--max-items at least the bank: nothing was saved, and the page says so instead of
+    claiming the adaptive test beats the baselines."""
+    from evalcert.irt.cat import simulate_cat
+    from evalcert.irt.information import ItemParameters
+    from evalcert.report.cat import page_from_cat
+
+    rng = np.random.default_rng(0)
+    b, theta = rng.normal(size=8), rng.normal(size=30)
+    Y = (rng.random((30, 8)) < 1 / (1 + np.exp(b - theta[:, None]))) * 1.0
+    bank = ItemParameters(np.ones(8), b, np.zeros(8), tuple(f"q{j}" for j in range(8)), "rasch")
+    page = page_from_cat(simulate_cat(bank, Y, holdout=None, max_items=8))
+    assert page.verdict.status == "info" and "whole bank" in page.verdict.meaning
+    assert page.verdict.headline.startswith("8 of 8 items")
+
+
+def test_heat_map_table_checks_its_levels():
+    from evalcert.report.page import Table
+
+    with pytest.raises(ValueError, match="one level per cell"):
+        Table(("a", "b"), ((1, 2),), shade=((1,),))
+    with pytest.raises(ValueError, match="-4 to 4"):
+        Table(("a",), ((1,),), shade=((5,),))
