@@ -198,7 +198,7 @@ def density_runners() -> dict:
 def run_density(args) -> list:
     Y = simulate_bimodal()
     rows, cpu_of = [], {}
-    for name, (run, peer) in density_runners().items():
+    for name, (run, _) in density_runners().items():
         if args.skip_peers and not name.startswith("evalcert"):
             continue
         status, took, out, rss, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
