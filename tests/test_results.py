@@ -78,6 +78,8 @@ def results(tmp_path_factory) -> dict[type, object]:
     from evalcert.logic.ilp import best_min_accuracy_ilp
     from evalcert.solvers.certificates import QP, qp_certificate
     from evalcert.logic.evaluations import evaluation_counts
+    from evalcert.logic.keys import weighted_vote_key
+    from evalcert.logic.pspace import pspace_evaluations
     from evalcert.logic.exams import grade_sets
     from evalcert.solvers.gini_projection import gini_projection
     from evalcert.irt import (evaluate_anchors, holdout_evaluate, item_fit,
@@ -114,6 +116,10 @@ def results(tmp_path_factory) -> dict[type, object]:
                        np.array([1.0]), np.array([1.0])),
         gini_projection(ScoreMatrix.from_array(np.add.outer([0.3, 0.0, -0.2], [0.1, -0.1]))),
         evaluation_counts((4, 6)), grade_sets({"x": {"a": 1, "b": 1}}),
+        pspace_evaluations(10, (4, 6)),
+        weighted_vote_key([("1", "x", "y", "1", "expert_0", "a"),
+                           ("1", "y", "x", "1", "expert_1", "tie"),
+                           ("1", "x", "y", "1", "author_0", "b")]),
         enforce_dcore(S.observed, 2, method="prune"),
         sample_training(S.observed, hold, "nlogn", C=2.0, seed=0),
         S.connectivity(),

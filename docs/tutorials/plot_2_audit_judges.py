@@ -68,8 +68,45 @@ print(f"x = 0.7: fires = {strict.fires} (T = {strict.T})")
 fig_curve = plot_minmax_curve(result)
 
 # %%
-# And per label (Fig. 8): which label limits the graders.
+# And per label (Fig. 8): the best accuracy of the worst grader on each label, keys sorted
+# per label (positions are not comparable across labels). Every label reaches 1 at some
+# key, so no alarm can be set on one label alone; ``evalcert audit --plot-per-label``
+# draws the same figure.
 fig_labels = plot_label_curves(result)
+
+# %%
+# The possible evaluations in P-space (Fig. 2)
+# --------------------------------------------
+# For two labels, each grader's M=1-consistent evaluations are points
+# ``(P_a, P_{a,a}, P_{b,b})``: the prevalence of ``a`` in the answer key and the grader's
+# accuracy on each label. Green points clear ``x`` at a prevalence where every grader can
+# (the alarm is silent iff there are any); ``evalcert audit --pspace`` draws this for a
+# two-label log. Here: the two graders' verdicts on "is model_b better?" (``b`` against
+# ``a`` or ``tie``).
+from evalcert.logic.pspace import pspace_evaluations
+from evalcert.plots.alarms import plot_pspace
+
+n_items = len(table)
+spaces = [pspace_evaluations(n_items, ((table[g] == "b").sum(), (table[g] != "b").sum()),
+                             labels=("b", "other")) for g in ("authors", "gpt4")]
+fig_pspace = plot_pspace(spaces, threshold=Fraction(1, 2), graders=["authors", "gpt4"])
+
+# %%
+# An answer key from raw human votes (App. B)
+# -------------------------------------------
+# The experts and authors columns of Table I are weighted votes of several annotators:
+# a vote for a model counts 1, a tie 1/2 for each, and equal weights give ``tie``.
+# ``evalcert convert human.parquet --format mtbench-human --out key.csv`` builds the key
+# from the public MT-Bench human judgments; in memory:
+from evalcert.logic.keys import weighted_vote_key
+
+votes = [("82", "gpt-4", "claude-v1", "1", "expert_0", "b"),
+         ("82", "gpt-4", "claude-v1", "1", "expert_4", "tie"),
+         ("82", "claude-v1", "gpt-4", "1", "expert_7", "a"),   # claude-v1 shown first
+         ("82", "gpt-4", "claude-v1", "1", "author_1", "a")]
+key = weighted_vote_key(votes)
+print(key.summary())
+print(key.to_frame())        # Table I's first row: experts b, authors a
 
 # %%
 # Pairs of graders (M=2)
@@ -87,4 +124,5 @@ print(f"M=1: T = {result.T};  M=2: T = {result_m2.T}; "
 # .. code-block:: bash
 #
 #    evalcert audit judgments.jsonl --threshold 0.5 --plot curve.png
+#    evalcert audit judgments.jsonl --plot-per-label labels.png
 #    evalcert audit judgments.jsonl --threshold 0.5 --m 2 --json audit.json

@@ -72,6 +72,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", default=None,
                         help="write the min-max curve (Fig. 7, aggregated) with T of the "
                              "chosen M here (.png/.pdf/.svg)")
+    parser.add_argument("--plot-per-label", default=None, metavar="FILE",
+                        help="write the per-label min-max curves (Fig. 8, M=1) here "
+                             "(.png/.pdf/.svg)")
+    parser.add_argument("--pspace", default=None, metavar="FILE",
+                        help="two labels: write each grader's M=1 evaluations in P-space "
+                             "(Fig. 2: prevalence, two label accuracies), coloured by "
+                             "whether every grader can clear THRESHOLD, here")
     parser.add_argument("--squares", default=None,
                         help="write the correctness squares (Figs. 5-6) of the first two "
                              "graders at --key (default: the first attaining key) here")
@@ -163,11 +170,13 @@ def run(args: argparse.Namespace) -> int:
     images = (".png", ".pdf", ".svg")
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
                    "--squares": args.squares, "--judges-csv": args.judges_csv,
-                   "--judges-plot": args.judges_plot, "--html": args.html},
+                   "--judges-plot": args.judges_plot, "--html": args.html,
+                   "--plot-per-label": args.plot_per_label, "--pspace": args.pspace},
                   inputs=[args.path], force=args.force,
                   suffixes={"--json": (".json",), "--plot": images, "--csv": (".csv",),
                             "--squares": images, "--judges-csv": (".csv",),
-                            "--judges-plot": images, "--html": HTML_SUFFIXES})
+                            "--judges-plot": images, "--html": HTML_SUFFIXES,
+                            "--plot-per-label": images, "--pspace": images})
     spec = AuditSpec(
         args.path, args.threshold, m=args.m, fmt=args.format, labels=args.labels,
         graders=args.graders.split(",") if args.graders else None,
@@ -182,7 +191,8 @@ def run(args: argparse.Namespace) -> int:
         judges=args.judges, judges_csv=args.judges_csv,
         judges_plot=args.judges_plot, swapped=args.swapped, tolerance=args.tolerance,
         time_limit=args.time_limit,
-        progress=not args.no_progress, verbose=args.verbose, page=args.html is not None)
+        progress=not args.no_progress, verbose=args.verbose, page=args.html is not None,
+        plot_per_label=args.plot_per_label, pspace=args.pspace)
     report = run_audit(spec)
     for note in report.notes:
         print(f"evalcert: {note}", file=sys.stderr)

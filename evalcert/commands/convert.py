@@ -33,14 +33,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "items, cells, missing and errored cells per model, skipped rows and "
                     "why) is printed.")
     p.add_argument("path", help="a file or a folder of the tool's files")
-    p.add_argument("--format", default="auto", choices=("auto",) + TOOL_FORMATS,
-                   help="the tool (default: detected, and said on stderr)")
+    p.add_argument("--format", default="auto", choices=("auto",) + TOOL_FORMATS
+                   + ("mtbench-human",),
+                   help="the tool (default: detected, and said on stderr); mtbench-human: "
+                        "raw MT-Bench human votes -> the weighted-vote answer key (paper 003, "
+                        "App. B), never detected")
     p.add_argument("--to", default="long", choices=("long", "eee", "py-irt"),
                    help="long: CSV/Parquet table (default); eee, py-irt: JSONL (results)")
     p.add_argument("--out", required=True, help="output file (.csv/.parquet, or .jsonl)")
     add_output_flags(p)
     add_source_options(p)
+    _add_key_options(p)
     p.set_defaults(func=run)
+
+
+def _add_key_options(p: argparse.ArgumentParser) -> None:
+    """The options of ``--format mtbench-human`` (the App. B key)."""
+    g = p.add_argument_group("MT-Bench human votes (--format mtbench-human)")
+    g.add_argument("--key", default=None, metavar="PANELS",
+                   help="key columns, each a panel of judges: experts (judges expert_*), "
+                        "authors (author_*) or NAME=JUDGE_PREFIX (default experts,authors)")
+    g.add_argument("--min-votes", default=None, metavar="PANEL=N,...",
+                   help="fewest votes a panel needs to grade a comparison (default "
+                        "experts=2,authors=1, as App. B reads)")
+    g.add_argument("--turn", default=None, help="keep the votes of one turn (e.g. 1)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +88,15 @@ def run(args: argparse.Namespace) -> int:
         if fmt != "auto":
             print(f"evalcert: {args.path}: read as {fmt} (detected; pick --format to change)",
                   file=sys.stderr)
-    done = convert(args.path, args.out, format=fmt, to=args.to, **source_options(args))
+    options = source_options(args)
+    keyed = {"key": args.key, "min_votes": args.min_votes, "turn": args.turn}
+    if fmt == "mtbench-human":
+        options.update(keyed)
+    elif any(v is not None for v in keyed.values()):
+        from evalcert.errors import InputError
+
+        raise InputError("--key, --min-votes and --turn build the App. B key from raw votes: "
+                         "add --format mtbench-human")
+    done = convert(args.path, args.out, format=fmt, to=args.to, **options)
     print(done.summary())
     return 0

@@ -24,9 +24,12 @@ from evalcert.errors import InputError
 from evalcert.io.outputs import writing
 from evalcert.results import ResultMixin
 
-__all__ = ["convert", "Converted", "TARGETS"]
+__all__ = ["convert", "Converted", "TARGETS", "VOTES_FORMAT"]
 
 TARGETS = ("long", "eee", "py-irt")
+#: raw MT-Bench human votes -> the weighted-vote key of paper 003, App. B (never detected:
+#: auto-detection reads that layout as a pairwise log, one grader per annotator)
+VOTES_FORMAT = "mtbench-human"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +104,8 @@ def convert(path: str | Path, out: str | Path, *, format: str = "auto", to: str 
     path, out = Path(path), Path(out)
     if to not in TARGETS:
         raise InputError(f"--to {to}: use one of {', '.join(TARGETS)}")
+    if format == VOTES_FORMAT:
+        return _convert_votes(path, out, to, **options)
     if format == "auto":
         found = detect_format(path)
         if found is None:
@@ -144,3 +149,27 @@ def convert(path: str | Path, out: str | Path, *, format: str = "auto", to: str 
         rows = len(frame)
         text = f"read {format} from {path}: {rows} comparisons"
     return Converted(format=format, kind=kind, out=str(out), to=to, rows=int(rows), read=text)
+
+
+def _convert_votes(path: Path, out: Path, to: str, *, key: Any = None, min_votes: Any = None,
+                   turn: Any = None, **options: Any) -> Converted:
+    """MT-Bench human votes -> the weighted-vote key in Table I's layout (App. B)."""
+    from evalcert.io.mtbench_human import build_key, write_key
+
+    given = {k: v for k, v in options.items() if v is not None and v is not False}
+    if given:
+        raise InputError(f"{', '.join('--' + k.replace('_', '-') for k in given)} does not "
+                         f"apply to {VOTES_FORMAT} votes")
+    if to != "long":
+        raise InputError(f"--to {to}: {VOTES_FORMAT} votes become an answer-key table "
+                         "(.csv/.parquet); drop --to")
+    built, source = build_key(path, key, min_votes, turn)
+    rows = write_key(built, out)
+    skipped = (f"; {source['other_turns']} votes of other turns left out"
+               if "other_turns" in source else "")
+    text = (f"read {VOTES_FORMAT} from {path}: {source['rows']} rows, {source['votes']} "
+            f"votes; unparseable winners: {source['unparseable'] or 'none'}"
+            + ("; no turn column: every vote read as turn 1" if source["turn_absent"] else "")
+            + skipped + "\n" + built.summary())
+    return Converted(format=VOTES_FORMAT, kind="votes", out=str(out), to="key", rows=rows,
+                     read=text)

@@ -30,6 +30,7 @@ from evalcert.logic.summaries import (Decisions, LabelCounts, decisions_from_fra
 from evalcert.io.tables import check_file, load_json, read_table, table_format
 
 __all__ = ["FORMATS", "PAIRWISE_COLUMNS", "WINNERS", "parse_label_map", "read_decisions",
+           "comparison_items",
            "read_label_counts", "load_audit_input"]
 
 FORMATS = ("auto", "long", "wide", "pairwise", "fastchat-pair", "fastchat-single",
@@ -123,16 +124,7 @@ def _pairwise(path: Path, frame: Any, grader_col: str | None, label_col: str | N
     if absent:
         raise InputError(f"{path}: pairwise format needs columns {list(PAIRWISE_COLUMNS)} "
                          f"(optional turn); missing {absent}, found {list(frame.columns)[:8]}")
-    parts = [frame["question_id"], frame["model_a"], frame["model_b"]]
-    if "turn" in frame.columns:
-        parts.append(frame["turn"])
-    # the parts are joined with "|", each with "\\" and "|" escaped first, so two different
-    # comparisons never get one name ("q|1", "a", "b" vs "q", "1|a", "b")
-    escaped = [p.str.strip().str.replace("\\", "\\\\", regex=False)
-               .str.replace("|", "\\|", regex=False) for p in parts]
-    item = escaped[0]
-    for p in escaped[1:]:
-        item = item + "|" + p
+    item = comparison_items(frame)
     raw = frame[winner].str.strip()
     if label_map:
         raw = raw.map(lambda v: label_map.get(v, v))
@@ -141,6 +133,30 @@ def _pairwise(path: Path, frame: Any, grader_col: str | None, label_col: str | N
     unparseable = {str(k): int(v) for k, v in raw[bad].value_counts().items()}
     out = frame.assign(item=item, grader=frame[judge], label=label)[["item", "grader", "label"]]
     return out[~bad], unparseable
+
+
+def comparison_items(frame: Any) -> Any:
+    """The item name of each pairwise row: ``question_id|model_a|model_b[|turn]``.
+
+    The parts are joined with ``|``, each with ``\\`` and ``|`` escaped first, so two
+    different comparisons never get one name (``"q|1", "a", "b"`` vs ``"q", "1|a", "b"``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> comparison_items(pd.DataFrame({"question_id": ["82"], "model_a": ["x|y"],
+    ...                                "model_b": ["z"], "turn": ["1"]})).tolist()
+    ['82|x\\\\|y|z|1']
+    """
+    parts = [frame["question_id"], frame["model_a"], frame["model_b"]]
+    if "turn" in frame.columns:
+        parts.append(frame["turn"])
+    escaped = [p.astype(str).str.strip().str.replace("\\", "\\\\", regex=False)
+               .str.replace("|", "\\|", regex=False) for p in parts]
+    item = escaped[0]
+    for p in escaped[1:]:
+        item = item + "|" + p
+    return item
 
 
 def _same_fields(path: Path) -> None:

@@ -228,6 +228,9 @@ class AuditSpec:
     page : the HTML page is wanted (``--html``): keep the M=1 min-max curve and build the
         per-judge table when the input allows them (a complete judge log, exact ``T``),
         without failing when it does not
+    plot_per_label : draw Fig. 8, the per-label M=1 min-max curves, here
+    pspace : draw Fig. 2, each grader's M=1 evaluations in P-space with the threshold's
+        region, here (two labels)
 
     Examples
     --------
@@ -271,6 +274,8 @@ class AuditSpec:
     progress: bool = False
     verbose: bool = False
     page: bool = False
+    plot_per_label: str | Path | None = None
+    pspace: str | Path | None = None
 
 
 def run_audit(spec: AuditSpec | str | Path, threshold: Any = None, **options: Any
@@ -413,8 +418,9 @@ def _run(spec: AuditSpec) -> AuditReport:
         if len(key_sq) != len(data.labels) or min(key_sq) < 0 or sum(key_sq) != n_items:
             raise InputError(f"--key {spec.squares_key}: give {len(data.labels)} counts >= 0 "
                              f"summing to Q = {n_items}, one per label {list(data.labels)}")
+    _check_paper_figures(spec, data, bounds)
     curve = None
-    want_curve = plot is not None or (spec.page and not spec.tolerance and sequence == 1 and (
+    want_curve = plot is not None or spec.plot_per_label is not None or (spec.page and not spec.tolerance and sequence == 1 and (
         not isinstance(data, Decisions) or data.complete))
     threshold = spec.threshold
     if spec.time_limit is not None and not spec.time_limit > 0:
@@ -462,6 +468,7 @@ def _run(spec: AuditSpec) -> AuditReport:
 
         plot_minmax_curve(curve, plot, alarm_result=result)
         notes += (f"min-max curve written to {plot}",)
+    notes += _paper_figures(spec, data, curve, result)
     if curve is not None:
         v = curve.values()
         k_max, k_min = int(np.argmax(v)), int(np.argmin(v))
@@ -571,3 +578,58 @@ def _spec(data: Any, label_thresholds: Any, grade: Any, bounds: dict[str, Any],
         text += (", " if text else "") + f"grade > {grade}"
     return {"spec": f"every grader: {text}", "feasible": res.feasible, "key": res.key,
             "correct": res.correct, "solver": res.solver}
+
+
+def _check_paper_figures(spec: AuditSpec, data: Any, bounds: dict[str, Any]) -> None:
+    """Refuse Fig. 8 / Fig. 2 outputs where the M=1 view they draw does not exist."""
+    asked = [f for f, v in (("--plot-per-label", spec.plot_per_label),
+                            ("--pspace", spec.pspace)) if v is not None]
+    if not asked:
+        return
+    if spec.sequence != 1 or spec.tolerance:
+        raise InputError(f"{', '.join(asked)} draw{'s' if len(asked) == 1 else ''} M=1 "
+                         "views of item-level keys; drop them or --sequence/--tolerance")
+    if isinstance(data, Decisions) and not data.complete:
+        raise InputError(f"{', '.join(asked)} need every grader on every item (M=1 label "
+                         "counts of one test); drop them or use --on-missing drop")
+    if spec.pspace is not None:
+        if len(data.labels) != 2:
+            raise InputError(f"--pspace draws two-label tests (Fig. 2's three axes: P_a and "
+                             f"two accuracies); this one has {len(data.labels)} labels "
+                             f"{list(data.labels)}")
+        if bounds["lower"] is not None or bounds["upper"] is not None:
+            raise InputError("--pspace draws the whole prevalence range; drop --lower/--upper")
+
+
+#: most graders drawn by ``--pspace`` (one 3-D panel each)
+PSPACE_GRADERS = 6
+#: largest a-priori set drawn behind the graders' points (Fig. 2 itself)
+PSPACE_BACKGROUND = 20_000
+
+
+def _paper_figures(spec: AuditSpec, data: Any, curve: Any, result: AlarmResult
+                   ) -> tuple[str, ...]:
+    """Draw Fig. 8 (per-label curves) and Fig. 2 (P-space) when asked; the notes."""
+    notes: tuple[str, ...] = ()
+    if spec.plot_per_label is not None:
+        from evalcert.plots.alarms import plot_label_curves
+
+        plot_label_curves(curve, spec.plot_per_label, threshold=float(result.threshold))
+        notes += (f"per-label min-max curves (Fig. 8) written to {spec.plot_per_label}",)
+    if spec.pspace is not None:
+        from evalcert.logic.pspace import pspace_evaluations, pspace_size
+        from evalcert.plots.alarms import plot_pspace
+
+        counts = data.label_counts() if isinstance(data, Decisions) else data
+        shown = counts.graders[:PSPACE_GRADERS]
+        spaces = [pspace_evaluations(counts.n_items, counts.array[i], "axioms", counts.labels)
+                  for i in range(len(shown))]
+        back = (pspace_evaluations(counts.n_items, stage="a priori", labels=counts.labels)
+                if pspace_size(counts.n_items) <= PSPACE_BACKGROUND else None)
+        plot_pspace(spaces, spec.pspace, result.threshold, graders=shown, background=back,
+                    seed=spec.seed)
+        more = (f" (the first {len(shown)} of {len(counts.graders)} graders)"
+                if len(shown) < len(counts.graders) else "")
+        notes += (f"P-space view (Fig. 2) of the M=1 evaluations at x = {result.threshold} "
+                  f"written to {spec.pspace}{more}",)
+    return notes

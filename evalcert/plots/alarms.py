@@ -1,4 +1,4 @@
-"""Figures of the no-knowledge alarm (paper 003, Figs. 7 and 8), drawn with the Agg canvas.
+"""Figures of the no-knowledge alarm (paper 003, Figs. 2, 5-8), drawn with the Agg canvas.
 
 No pyplot and no global backend switch: each function builds a
 :class:`matplotlib.figure.Figure` on a ``FigureCanvasAgg`` and optionally saves it.
@@ -6,8 +6,9 @@ No pyplot and no global backend switch: each function builds a
 
 from __future__ import annotations
 
+from fractions import Fraction
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -17,10 +18,12 @@ from matplotlib.patches import Rectangle
 from evalcert.errors import InputError
 from evalcert.logic.result import AlarmResult, MinMaxCurve
 from evalcert.logic.evaluations import correctness_squares
+from evalcert.logic.pspace import PSpace, shared_prevalences
 from evalcert.logic.summaries import LabelCounts
 from evalcert.io.outputs import writing
 
-__all__ = ["plot_minmax_curve", "plot_label_curves", "plot_correctness_squares"]
+__all__ = ["plot_minmax_curve", "plot_label_curves", "plot_correctness_squares",
+           "plot_pspace"]
 
 
 def _new_figure(width: float = 6.0, height: float = 4.0) -> Figure:
@@ -95,28 +98,143 @@ def plot_minmax_curve(result: AlarmResult | MinMaxCurve, path: str | Path | None
 
 
 def plot_label_curves(result: AlarmResult | MinMaxCurve,
-                      path: str | Path | None = None) -> Figure:
-    """Fig. 8: per label, ``min_i min(q_l, R_{l,i}) / q_l`` over the keys with ``q_l > 0``,
-    each label sorted on its own (sort orders are not comparable across labels).
+                      path: str | Path | None = None, threshold: float | None = None, *,
+                      max_points: int = 2000) -> Figure:
+    """Fig. 8: per label ``l``, the best accuracy of the worst grader,
+    ``min_i min(q_l, R_{l,i}) / q_l``, over the answer keys with ``q_l > 0`` (keys without
+    items of the label make no demand on it and are left out), each label sorted on its own,
+    so positions are not comparable across labels (drawn as at most ``max_points`` points
+    per label, both extremes kept). The legend gives each label's exact range; a label whose
+    range reaches 1 cannot carry an alarm on its own (Sec. III). ``threshold`` is drawn
+    dashed.
 
     Examples
     --------
     >>> from evalcert.logic import mtbench_demo
     >>> fig = plot_label_curves(mtbench_demo())
-    >>> len(fig.axes[0].get_lines()) >= 3  # one curve per label
-    True
+    >>> len(fig.axes[0].get_lines())  # one curve per label, and the threshold x = 1/2
+    4
     """
     curve = _curve_of(result)
     fig = _new_figure()
     ax = fig.add_subplot()
     for l, label in enumerate(curve.labels):
         vals = curve.label_values(l)
-        vals = np.sort(vals[~np.isnan(vals)])
-        ax.plot(np.arange(len(vals)), vals, ".", ms=3, label=f"label {label}")
+        defined = np.flatnonzero(~np.isnan(vals))
+        if not len(defined):
+            continue
+        lo, hi = (defined[f(vals[defined])] for f in (np.argmin, np.argmax))
+        exact = [Fraction(int(curve.label_numer[k, l]), int(curve.label_denom[k, l]))
+                 for k in (lo, hi)]
+        xs, ys = _downsample(np.sort(vals[defined]), max_points)
+        ax.plot(xs, ys, ".", ms=3, label=f"label {label}: {len(defined):,} keys, "
+                f"{exact[0]} to {exact[1]}")
+    if threshold is None and isinstance(result, AlarmResult):
+        threshold = float(result.threshold)
+    if threshold is not None:
+        ax.axhline(threshold, color="C7", lw=1, ls="--", label=f"threshold x = {threshold:g}")
+    ax.set_title("per-label min-max (M=1; keys sorted per label, not comparable across "
+                 "labels)", fontsize=9)
     ax.set_xlabel("answer keys with items of the label (sorted per label)")
-    ax.set_ylabel("best accuracy of the worst grader")
+    ax.set_ylabel("best accuracy of the worst grader on the label")
     ax.set_ylim(0, 1.02)
-    ax.legend(loc="lower left", fontsize=8)
+    ax.legend(loc="lower right", fontsize=8)
+    if path is not None:
+        with writing(path) as tmp:
+            fig.savefig(tmp, dpi=120)
+    return fig
+
+
+def plot_pspace(spaces: PSpace | Sequence[PSpace], path: str | Path | None = None,
+                threshold: Any = None, *, graders: Sequence[str] | None = None,
+                background: PSpace | None = None, max_points: int = 20000,
+                seed: int = 0) -> Figure:
+    """Fig. 2: possible evaluations of binary classifiers in P-space, ``P_a = Q_a / Q``
+    against the label accuracies ``P_{a,a}`` and ``P_{b,b}``, one 3-D panel per grader.
+
+    With ``threshold`` each grader's points are coloured exactly (integers): green where it
+    clears ``x`` on both labels at a prevalence where every grader can (the M=1 alarm is
+    silent iff there are green points), orange where it clears ``x`` but some other grader
+    cannot at that prevalence, grey where it does not clear ``x``. ``background`` (e.g. the
+    a-priori set of :func:`~evalcert.logic.pspace.pspace_evaluations`, Fig. 2 itself) is
+    drawn faint behind. An accuracy undefined for lack of items (``Q_a = 0`` or ``Q``)
+    is drawn as a segment over its whole range ``[0, 1]``. More than ``max_points`` points
+    per set are thinned by a seeded random sample (the title says so).
+
+    Examples
+    --------
+    >>> from evalcert.logic.pspace import pspace_evaluations
+    >>> fig = plot_pspace(pspace_evaluations(10, stage="a priori"))   # Fig. 2
+    >>> len(fig.axes), fig.axes[0].get_zlabel()
+    (1, 'P_b,b')
+    """
+    from mpl_toolkits.mplot3d.art3d import Line3DCollection
+
+    spaces = [spaces] if isinstance(spaces, PSpace) else list(spaces)
+    if not spaces:
+        raise InputError("plot_pspace needs at least one grader's evaluations")
+    graders = list(graders) if graders is not None else [f"grader {k + 1}"
+                                                          for k in range(len(spaces))]
+    shared = shared_prevalences(spaces, threshold) if threshold is not None else None
+    rng = np.random.default_rng(seed)
+    cols = min(len(spaces), 3)
+    rows_n = -(-len(spaces) // cols)
+    fig = _new_figure(4.2 * cols, 4.2 * rows_n + 0.4)
+    thinned = False
+
+    def draw(ax, space, mask, color, size, alpha, label):
+        nonlocal thinned
+        idx = np.flatnonzero(mask)
+        total = len(idx)
+        if total > max_points:
+            idx, thinned = np.sort(rng.choice(idx, max_points, replace=False)), True
+        p_a, p_aa, p_bb = (c[idx] for c in space.coordinates())
+        ok = ~(np.isnan(p_aa) | np.isnan(p_bb))
+        ax.scatter(p_a[ok], p_aa[ok], p_bb[ok], s=size if len(idx) <= 2000 else 1, c=color,
+                   alpha=alpha, depthshade=False,
+                   label=f"{label} ({total:,})" if label else None)
+        segs = [[(x, 0.0, z), (x, 1.0, z)] if np.isnan(y) else [(x, y, 0.0), (x, y, 1.0)]
+                for x, y, z in zip(p_a[~ok], p_aa[~ok], p_bb[~ok])
+                if not (np.isnan(y) and np.isnan(z))]
+        if segs:
+            ax.add_collection3d(Line3DCollection(segs, colors=color, linewidths=0.6,
+                                                 alpha=alpha))
+
+    for k, (space, name) in enumerate(zip(spaces, graders)):
+        ax = fig.add_subplot(rows_n, cols, k + 1, projection="3d")
+        if background is not None:
+            draw(ax, background, np.ones(len(background), dtype=bool), "C7", 1, 0.15, "")
+        if shared is None:
+            draw(ax, space, np.ones(len(space), dtype=bool), "C0", 6, 0.9,
+                 f"{space.stage}")
+        else:
+            clears = space.clears(threshold)
+            here = np.isin(space.q_a, shared)
+            for mask, color, what in ((~clears, "C7", "below x"),
+                                      (clears & ~here, "C1", "clears x alone"),
+                                      (clears & here, "C2", "clears x with every grader")):
+                if mask.any():
+                    draw(ax, space, mask, color, 6, 0.9, what)
+        a, b = space.labels
+        ax.set_xlabel(f"P_{a} = Q_{a}/Q")
+        ax.set_ylabel(f"P_{a},{a}")
+        ax.set_zlabel(f"P_{b},{b}")
+        ax.set(xlim=(0, 1), ylim=(0, 1), zlim=(0, 1))
+        ax.set_box_aspect(None, zoom=0.85)          # room for the z label
+        dec = f", decided {space.decided}" if space.decided is not None else ""
+        ax.set_title(f"{name}: {space.stage}{dec}", fontsize=8)
+        ax.legend(loc="upper left", fontsize=6)
+    q = spaces[0].n_items
+    head = f"possible evaluations in P-space (Fig. 2), Q = {q}"
+    if shared is not None:
+        a = spaces[0].labels[0]
+        head += (f"; x = {threshold}, M=1: " + (
+            "no prevalence lets every grader clear x (the M=1 alarm fires)"
+            if not len(shared) else f"every grader can clear x at Q_{a} in "
+            f"[{shared.min()}, {shared.max()}] ({len(shared)} values)"))
+    if thinned:
+        head += f"; sets over {max_points:,} points thinned at random"
+    fig.suptitle(head, fontsize=9)
     if path is not None:
         with writing(path) as tmp:
             fig.savefig(tmp, dpi=120)
