@@ -24,6 +24,17 @@ Issue 26 item 4. Runs, each in its own forked child, timed inside it (best of
   evalcert's ``FourPL`` with its Beta priors and pure ML, and mirt's ``4PL``:
   log-likelihood and mean absolute errors of the floors and ceilings.
 
+- ``density 2000x20 bimodal``: a 2PL whose abilities are a standardised mixture
+  of N(-1.2, 0.5^2) and N(1.2, 0.5^2). evalcert's ``TwoPL(slope_prior=0,
+  density=...)`` (normal, histogram, davidian-4, all on the same 61-node grid)
+  against mirt's ``EMEstimator(latent_density="gaussian" | "empirical" |
+  "davidian")`` on a pure-ML 2PL (21 Gauss-Hermite nodes). The models differ:
+  mirt's histogram is unstandardised masses on its 21 nodes (N - 1 parameters),
+  ours has mean 0 / variance 1 on 61 nodes; mirt's Davidian step is a weighted
+  least-squares fit of ``sqrt(N_q / phi)`` (not a likelihood step) without
+  standardisation. Columns: CPU seconds, ratio to mirt's CPU (same density
+  name), log-likelihood, density parameters, BIC.
+
 Then the E-step of each (the GRM's, and the 2PL's on ChemBench) against one
 ``exp`` and one ``log`` pass over its cells x nodes (``irt_kernels``).
 
@@ -146,6 +157,61 @@ def run_fourpl(args) -> list:
     return rows
 
 
+DENSITY_HEADERS = ["data", "runner", "seconds", "CPU s", "vs mirt CPU", "loglik",
+                   "density params", "BIC", "status"]
+
+
+def simulate_bimodal(n: int = 2000, m: int = 20, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    theta = np.where(rng.random(n) < 0.5, rng.normal(-1.2, 0.5, n), rng.normal(1.2, 0.5, n))
+    theta /= np.sqrt(1.2 ** 2 + 0.25)
+    a, b = rng.lognormal(0, 0.3, m), rng.normal(size=m)
+    return (rng.random((n, m)) < 1 / (1 + np.exp(-a * (theta[:, None] - b)))).astype(float)
+
+
+def density_runners() -> dict:
+    """``(loglik, density parameters)`` of pure-ML 2PL fits with each latent density."""
+    def mine(density):
+        def run(Y):
+            from evalcert.irt import TwoPL
+            est = TwoPL(slope_prior=0, density=density, standard_errors=False)
+            est._on_grid = True
+            est.fit(Y)
+            return np.array([est.loglik_, est.latent_density_.n_parameters])
+        return run
+
+    def theirs(density):
+        def run(Y):
+            from mirt.estimation.em import EMEstimator
+            from mirt.models._factory import build_item_model
+            model = build_item_model("2PL", Y.shape[1], responses=Y.astype(int))
+            est = EMEstimator(latent_density=density, compute_standard_errors=False)
+            res = est.fit(model, Y.astype(int))
+            return np.array([res.log_likelihood, res.n_parameters - 2 * Y.shape[1]])
+        return run
+    return {f"{who} {name}": (run(name if who == "evalcert" else peer), peer)
+            for name, peer in (("normal", "gaussian"), ("histogram", "empirical"),
+                               ("davidian-4", "davidian"))
+            for who, run in (("evalcert", mine), ("mirt (PyPI)", theirs))}
+
+
+def run_density(args) -> list:
+    Y = simulate_bimodal()
+    rows, cpu_of = [], {}
+    for name, (run, _) in density_runners().items():
+        if args.skip_peers and not name.startswith("evalcert"):
+            continue
+        status, took, out, rss, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
+        cpu_of[name] = cpu if status == "ok" else np.nan
+        ll, k = out if status == "ok" else (np.nan, np.nan)
+        bic = (2 * Y.shape[1] + k) * np.log(Y.shape[0]) - 2 * ll
+        rows.append(["2000x20 bimodal", name, took, cpu, np.nan, ll, k, bic, status])
+        print(f"density {name:38s} {status}", file=sys.stderr, flush=True)
+    for row in rows:                        # ratio of each evalcert fit to mirt's same density
+        row[4] = row[3] / cpu_of.get(row[1].replace("evalcert", "mirt (PyPI)"), np.nan)
+    return [tuple(r) for r in rows]
+
+
 def reliability_runners() -> dict:
     """Pure-ML 2PL fits (no priors: the same model) and their reliabilities, both libraries."""
     def mine(Y):
@@ -209,9 +275,15 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--peers", default="/tmp/peers" if os.path.isdir("/tmp/peers") else "")
     parser.add_argument("--skip-peers", action="store_true")
+    parser.add_argument("--only", choices=["density", "4pl"], default=None,
+                        help="run one section (the latent densities or the 4PL)")
     parser.add_argument("--data", default=ROOT, help="folder holding irt-on-bench/ (shared data)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    if args.only:
+        print(format_table(run_density(args), DENSITY_HEADERS) if args.only == "density"
+              else format_table(run_fourpl(args), FOURPL_HEADERS))
+        return
     rows, kernels = [], []
     Y, a = simulate_grm()
     rows += run_group("grm 60x400 K=10", Y, grm_runners(), a, args)
@@ -229,6 +301,8 @@ def main() -> None:
     print(format_table(run_reliability(args), RXX_HEADERS))
     print()
     print(format_table(run_fourpl(args), FOURPL_HEADERS))
+    print()
+    print(format_table(run_density(args), DENSITY_HEADERS))
     print()
     print(format_table(kernels, KERNEL_HEADERS))
 

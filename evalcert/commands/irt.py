@@ -55,7 +55,8 @@ _SCOPED = {"optimizer": (("rasch",), ("jml", "map")),
            "lam": (MODELS, ("map", "mcmc")),
            "dims": (("factor", "je", "m2pl"), None),
            "item_embeddings": (("je",), None),
-           "guessing": (("3pl", "4pl"), None)}
+           "guessing": (("3pl", "4pl"), None),
+           "density": (("2pl", "3pl", "4pl", "3plu"), ("mml",))}
 #: options passed only when given, to estimators whose ``__init__`` takes them
 _PASSED = {"max_iter": "max_iter", "tol": "tol", "slope_prior": "slope_prior",
            "progress": "verbose"}
@@ -177,7 +178,7 @@ def _estimator(args: argparse.Namespace):
             raise InputError(f"--slope-prior applies to --method mml; --method {method} "
                              "ignores it")
         options[name] = value
-    for name in ("lam", "optimizer", "quadrature", "guessing"):
+    for name in ("lam", "optimizer", "quadrature", "guessing", "density"):
         if getattr(args, name, None) is not None:
             options[name] = getattr(args, name)
     if getattr(args, "no_se", False):
@@ -442,6 +443,10 @@ def _model_options(p: argparse.ArgumentParser, generic: bool = True) -> None:
                    help="rasch jml/map solver (default auto: Newton on pooled groups)")
     p.add_argument("--quadrature", choices=["auto", "adaptive", "grid"], default=None,
                    help="rasch/2pl mml E-step (default auto)")
+    p.add_argument("--density", choices=["normal", "histogram", "davidian-1", "davidian-2",
+                                          "davidian-3", "davidian-4", "auto"], default=None,
+                   help="latent ability density of 2pl/3pl/4pl/3plu mml (default normal; "
+                        "auto: each on the same grid, lowest BIC, table in the notes)")
     p.add_argument("--max-iter", type=positive_int, default=None,
                    help=f"iteration budget; default {_defaults_text('max_iter')}")
     p.add_argument("--tol", type=positive_float, default=None,

@@ -466,7 +466,8 @@ class _LogLikGrid:
         return np.asarray(R1[idx] @ mats[0]) + np.asarray(R0[idx] @ mats[1])
 
 
-def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: int,
+         log_prior: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Posterior means and sds on fixed grids, refined per model where one is too coarse.
 
     Every model starts on ``n_nodes`` equally spaced nodes on ``mu +- 6 sd`` (spacing
@@ -477,7 +478,8 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
     The others move, in groups of neighbouring models, to a grid ``1.5^k`` times finer
     (``h <= sd_hat / 1.5``, ``sd_hat`` from the log-posterior's curvature at its
     best node) on a window of ``+-((_TAIL + 1) sd_hat + h)`` around it, and are
-    checked again.
+    checked again. ``log_prior(theta)``, if given, replaces the normal prior's log
+    density (a fitted non-normal latent density, :mod:`~.density`).
     """
     n = cells.n
     loglik = _LogLikGrid(cells, params)
@@ -506,7 +508,9 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
                 nodes = lo + h * np.arange(c0, c1 + 1)
                 mats = (tuple(m[:, c0 - a:c1 - a + 1] for m in mats_all) if shared
                         else loglik.items(nodes))
-                L = loglik(chunk, nodes, mats) - 0.5 * ((nodes[None, :] - mu) / sd) ** 2
+                L = loglik(chunk, nodes, mats) + (
+                    -0.5 * ((nodes[None, :] - mu) / sd) ** 2 if log_prior is None
+                    else log_prior(nodes)[None, :])
                 k = np.argmax(L, axis=1)
                 w = np.exp(L - L[np.arange(chunk.size), k][:, None])
                 w /= w.sum(axis=1, keepdims=True)
@@ -556,7 +560,7 @@ def _chunks(members: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np
 
 def score_abilities(params: ItemParameters, Y: np.ndarray, observed: np.ndarray, *,
                     method: str = "wle", prior: tuple[float, float] = (0.0, 1.0),
-                    n_quad: int = 121) -> tuple[np.ndarray, np.ndarray]:
+                    n_quad: int = 121, log_prior: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Abilities and SEs of the rows of ``Y`` (0/1, ``observed`` mask) given ``params``.
 
     The array-level routine behind :func:`score_models`; items whose
@@ -579,13 +583,16 @@ def score_abilities(params: ItemParameters, Y: np.ndarray, observed: np.ndarray,
     if not usable.all():
         params, Y, observed = params.take(usable), Y[:, usable], observed[:, usable]
     return score_cells(params, _Cells.from_dense(Y, observed), method=method, prior=prior,
-                       n_quad=n_quad)
+                       n_quad=n_quad, log_prior=log_prior)
 
 
 def score_cells(params: ItemParameters, cells: _Cells, *, method: str = "wle",
-                prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 121
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`score_abilities` on observed cells (``params`` all usable)."""
+                prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 121,
+                log_prior: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`score_abilities` on observed cells (``params`` all usable).
+
+    ``log_prior(theta)``: the log density EAP integrates under instead of the
+    normal ``prior`` (the fitted latent density of a non-normal fit)."""
     if method not in SCORING_METHODS:
         raise InputError(f"method must be one of {SCORING_METHODS}, got {method!r}")
     mu, sd = float(prior[0]), float(prior[1])
@@ -598,7 +605,7 @@ def score_cells(params: ItemParameters, cells: _Cells, *, method: str = "wle",
     b = np.clip(params.b, -20, 20)
     lo, hi = min(b.min(), mu - 6 * sd) - 6.0, max(b.max(), mu + 6 * sd) + 6.0
     if method == "eap":
-        return _eap(params, cells, mu, sd, int(n_quad))
+        return _eap(params, cells, mu, sd, int(n_quad), log_prior)
     theta, info = _solve(method, params, cells, mu, sd, lo, hi)
     if np.isnan(info).any():                # ML at +-inf: I there (0 or tiny)
         far = np.flatnonzero(np.isnan(info))
@@ -624,6 +631,8 @@ def score_models(estimator: Any, Y_new: Any, method: str = "wle", *,
     method : {"ml", "wle", "map", "eap"}
     prior : (mean, sd), optional
         Ability prior of ``map``/``eap``; default :func:`~.information.ability_prior`.
+        A fit with a non-normal latent density (``latent_density_``, :mod:`~.density`)
+        scores ``eap`` under that density unless ``prior`` is given.
     n_quad : int
         Nodes of ``eap``'s fixed grid (refined per model where too coarse).
 
@@ -640,13 +649,16 @@ def score_models(estimator: Any, Y_new: Any, method: str = "wle", *,
     >>> res.method, res.abilities.shape, bool(np.all(res.standard_errors > 0))
     ('eap', (3,), True)
     """
+    density = getattr(estimator, "latent_density_", None)
+    fitted = density is not None and density.name != "normal" and prior is None
     return score_responses(item_parameters(estimator), Y_new, method,
                            prior=ability_prior(estimator) if prior is None else prior,
-                           n_quad=n_quad)
+                           n_quad=n_quad, log_prior=density.log_pdf if fitted else None)
 
 
 def score_responses(params: ItemParameters, Y_new: Any, method: str = "wle", *,
-                    prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 121) -> ScoreResult:
+                    prior: tuple[float, float] = (0.0, 1.0), n_quad: int = 121,
+                    log_prior: Any = None) -> ScoreResult:
     """:func:`score_models` from item parameters (e.g. :func:`evalcert.io.irt_tables.read_item_table`).
 
     Examples
@@ -677,7 +689,9 @@ def score_responses(params: ItemParameters, Y_new: Any, method: str = "wle", *,
                          "columns must be the fitted items in the same order")
     observed = data.observed & params.usable[None, :]
     theta, se = score_abilities(params, data.values, observed, method=method, prior=prior,
-                                n_quad=n_quad)
+                                n_quad=n_quad, log_prior=log_prior)
+    if log_prior is not None and method == "eap":
+        notes.append("EAP under the fit's latent density (not normal)")
     used = observed.sum(axis=1)
     if (used == 0).any():
         notes.append(f"{int((used == 0).sum())} models answered none of the usable items: "

@@ -48,11 +48,13 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import expit, xlog1py, xlogy
 
-from evalcert.errors import InputError
+from evalcert.errors import ConvergenceError, InputError
 from evalcert.irt.base import IRTEstimator
 from evalcert.irt.data import ResponseData, finite_items
+from evalcert.irt.density import (DENSITIES, Histogram, LatentDensity, Normal, fit_auto,
+                                  make_density)
 from evalcert.irt.estimation.mml_direct import (SLOPE_PRIOR, MarginalData, check_slopes,
                                                 maximise, slope_prior_terms)
 
@@ -109,13 +111,14 @@ class ThreePL(IRTEstimator):
 
     model_name = "3pl"
     methods = ("mml",)
+    _n_columns = 3          # a, b, c (FourPL: and u)
 
     def __init__(self, method: str = "mml", *, guessing: float | None = None,
                  guessing_prior: tuple[float, float] | None = (6.0, 16.0),
                  slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
                  n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
                  max_iter: int = 2000, verbose: bool = False, standard_errors: bool = True,
-                 seed: int = 0):
+                 seed: int = 0, density: str = "normal"):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
                          max_iter=max_iter, seed=seed, verbose=verbose,
                          standard_errors=standard_errors)
@@ -125,58 +128,152 @@ class ThreePL(IRTEstimator):
         self.intercept_prior = intercept_prior
         self.n_quad = n_quad
         self.max_se_params = max_se_params
+        self.density = density
+        # the upper asymptote: fixed at 1 here; FourPL frees it (one objective serves both)
+        self.upper: float | None = 1.0
+        self.upper_prior: tuple[float, float] | None = None
+        self._density: LatentDensity = Normal()
 
     def _check(self) -> None:
         if self.guessing is not None and not 0 <= self.guessing < 1:
             raise InputError(f"guessing must be in [0, 1) (e.g. 1/n_choices) or None, got "
                              f"{self.guessing!r}")
-        if self.guessing_prior is not None and (
-                len(self.guessing_prior) != 2 or min(self.guessing_prior) < 1):
-            raise InputError(f"guessing_prior must be (alpha, beta) with both >= 1, or None; "
-                             f"got {self.guessing_prior!r}")
+        for name, prior in (("guessing_prior", self.guessing_prior),
+                            ("upper_prior", self.upper_prior)):
+            if prior is not None and (len(prior) != 2 or min(prior) < 1):
+                raise InputError(f"{name} must be (alpha, beta) with both >= 1, or None; "
+                                 f"got {prior!r}")
         if not (self.slope_prior >= 0 and self.intercept_prior >= 0):
             raise InputError(f"slope_prior and intercept_prior must be >= 0, got "
                              f"{self.slope_prior!r} and {self.intercept_prior!r}")
+        if self.density not in DENSITIES:
+            raise InputError(f"density must be one of {DENSITIES}, got {self.density!r}")
 
     def fit(self, Y: Any, mask: np.ndarray | None = None) -> "ThreePL":
-        """Fit to ``Y`` (models x items, 0/1, NaN = missing); ``mask`` True = held out."""
+        """Fit to ``Y`` (models x items, 0/1, NaN = missing); ``mask`` True = held out.
+
+        ``density="auto"`` fits every density of :data:`~.density.DENSITIES` and
+        keeps the lowest BIC (table in ``density_choice_``).
+        """
         self._check()
+        if self.density == "auto":
+            return fit_auto(self, Y, mask)
         super().fit(Y, mask)
         n_items = int(np.isfinite(self.difficulties_).sum())
-        self.n_parameters_ = n_items * (2 if self.guessing is not None else 3)
+        self.n_parameters_ = (n_items * (2 + (self.guessing is None) + (self.upper is None))
+                              + self.latent_density_.n_parameters)
         return self
 
+    @staticmethod
+    def _boxed(prior: tuple[float, float] | None) -> bool:
+        """An asymptote is its own parameter, boxed in [0, 1], unless a Beta prior with both
+        exponents above 1 keeps it inside (then its logit: better scaled for L-BFGS)."""
+        return prior is None or min(prior) <= 1
+
+    def _asymptotes(self, x: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Floors ``c``, upper asymptotes ``u`` (fixed or from ``x``) and where ``x`` goes on."""
+        k = 2 * m
+        c, u = [], []
+        for fixed, prior, out in ((self.guessing, self.guessing_prior, c),
+                                  (self.upper, self.upper_prior, u)):
+            if fixed is None:
+                v = x[k:k + m]
+                out.append(np.clip(v, 0.0, 1.0) if self._boxed(prior) else expit(v))
+                k += m
+            else:
+                out.append(np.full(m, float(fixed)))
+        return c[0], u[0], k
+
     def _objective(self, x: np.ndarray, md: MarginalData, n_items: int):
-        z = md.z
-        a, da, log_prior, g_prior = slope_prior_terms(x[:n_items], self.slope_prior)
-        d = x[n_items:2 * n_items]
-        fixed = self.guessing is not None
-        c = np.full(n_items, float(self.guessing)) if fixed else expit(x[2 * n_items:])
+        """Negated penalised marginal log-likelihood and its gradient.
+
+        ``x = (slopes (log a with a slope prior), d, [c], [u], [density])``;
+        ``P = c + (u - c) s``, ``s = sigma(a z + d)``, with ``n0, n1`` the
+        expected counts at each node: ``dl/d eta = (u - c) s (1 - s) (n1 / P - n0
+        / (1 - P))``, ``dl/dc = (1 - s) (n1 / P - n0 / (1 - P))``, ``dl/du = s
+        (n1 / P - n0 / (1 - P))``. Log-probabilities are sums in log space, so
+        ``s / P`` stays exact where ``s`` underflows at a zero floor.
+        """
+        m, z = n_items, md.z
+        a, da, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
+        d = x[m:2 * m]
+        c, u, k = self._asymptotes(x, m)
+        density = self._density
+        if density.n_free:
+            md.logw = density.log_weights(z, x[k:])
         eta = a[:, None] * z[None, :] + d[:, None]                  # M x Q
-        s = expit(eta)
-        with np.errstate(divide="ignore", invalid="ignore"):    # NaN at L-BFGS's wild trials
-            log_s = -np.logaddexp(0.0, -eta)
-            log_1s = -np.logaddexp(0.0, eta)
-            log_c, log_1c = np.log(c), np.log1p(-c)
-            log_p1 = np.logaddexp(log_c[:, None], log_1c[:, None] + log_s)
-        logp = np.stack([log_1c[:, None] + log_1s, log_p1], axis=2)
+        span = (u - c)[:, None]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            log_s, log_1s = -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)
+            log_span = np.log(np.maximum(span, 0.0))
+            log_p1 = np.logaddexp(np.log(c)[:, None], log_span + log_s)
+            log_p0 = np.logaddexp(np.log1p(-u)[:, None], log_span + log_1s)
+        if np.any(span <= 0):                   # a falling curve (u < c): plain sums
+            p1 = np.clip(c[:, None] + span * np.exp(log_s), 1e-300, 1.0)
+            down = (span <= 0)[:, 0]
+            log_p1[down], log_p0[down] = np.log(p1[down]), np.log1p(-np.minimum(
+                p1[down], 1 - 1e-16))
+        logp = np.stack([log_p0, log_p1], axis=2)
         loglik, post, counts = md.evaluate(logp)
         n0, n1 = counts[:, :, 0], counts[:, :, 1]
-        p1 = np.exp(log_p1)
-        s_over_p1 = np.exp(log_s - log_p1)                 # s / P: 1 at c = 0 even if s underflows
-        g_eta = n1 * (1 - c)[:, None] * s_over_p1 * (1 - s) - n0 * s
+        s, s1 = np.exp(log_s), np.exp(log_1s)
+        with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: no such answers
+            r1_s, r1_1s = n1 * np.exp(log_s - log_p1), n1 * np.exp(log_1s - log_p1)
+            r0_s, r0_1s = n0 * np.exp(log_s - log_p0), n0 * np.exp(log_1s - log_p0)
+        for r, n in ((r1_s, n1), (r1_1s, n1), (r0_s, n0), (r0_1s, n0)):
+            r[n == 0] = 0.0
+        g_eta = span * (r1_s * s1 - r0_1s * s)
         grad = [(g_eta @ z) * da + g_prior, g_eta.sum(1) - self.intercept_prior * d]
         value = loglik + log_prior - 0.5 * self.intercept_prior * np.sum(d ** 2)
-        if not fixed:
-            cc = (c * (1 - c))[:, None]
-            g_gamma = np.sum(n1 * (1 - s) * cc / p1 - n0 * c[:, None], axis=1)
-            if self.guessing_prior is not None:
-                al, be = self.guessing_prior
-                value += np.sum((al - 1) * log_c + (be - 1) * log_1c)
-                g_gamma = g_gamma + (al - 1) * (1 - c) - (be - 1) * c
-            grad.append(g_gamma)
+        for fixed, v, score, prior in ((self.guessing, c, r1_1s - r0_1s, self.guessing_prior),
+                                       (self.upper, u, r1_s - r0_s, self.upper_prior)):
+            if fixed is not None:
+                continue
+            g = score.sum(1)
+            if prior is not None:
+                al, be = prior
+                value += np.sum(xlogy(al - 1, v) + xlog1py(be - 1, -v))
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    g = (g + (np.where(v > 0, (al - 1) / v, 0.0) if al > 1 else 0.0)
+                         - (np.where(v < 1, (be - 1) / (1 - v), 0.0) if be > 1 else 0.0))
+            grad.append(g if self._boxed(prior) else g * v * (1 - v))
+        if density.n_free:
+            grad.append(self._density_score(x[k:], z, post.sum(0)))
         self._last = (loglik, post, logp)
         return -value, -np.concatenate(grad)
+
+    def _density_score(self, params: np.ndarray, z: np.ndarray, counts: np.ndarray):
+        saved = self._density.params
+        self._density.params = params
+        try:
+            return self._density.weight_gradient(z, counts)
+        finally:
+            self._density.params = saved
+
+    def _start(self, sub: ResponseData, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Starting point and box bounds: asymptotes at their prior modes (else 0.2 / 0.95)."""
+        def mode(fixed, prior, default):
+            if fixed is not None:
+                return float(fixed)
+            return (prior[0] - 1) / max(sum(prior) - 2, 1) if prior is not None else default
+        c0 = mode(self.guessing, self.guessing_prior, 0.2)
+        u0 = mode(self.upper, self.upper_prior, 0.95)
+        share = ((sub.values * sub.observed).sum(0) + 0.5) / (sub.observed.sum(0) + 1.0)
+        inside = np.clip((share - c0) / (u0 - c0), 0.02, 0.98)
+        x0 = [np.full(m, 0.0 if self.slope_prior else 1.0), np.log(inside / (1 - inside))]
+        lower, upper = [np.full(2 * m, -np.inf)], [np.full(2 * m, np.inf)]
+        for fixed, v0, prior in ((self.guessing, c0, self.guessing_prior),
+                                 (self.upper, u0, self.upper_prior)):
+            if fixed is None:
+                boxed = self._boxed(prior)
+                x0.append(np.full(m, v0 if boxed else np.log(v0 / (1 - v0))))
+                lower.append(np.full(m, 0.0 if boxed else -np.inf))
+                upper.append(np.full(m, 1.0 if boxed else np.inf))
+        n = self._density.n_free
+        x0.append(self._density.params[:n].copy())
+        lower.append(np.full(n, -np.inf))
+        upper.append(np.full(n, np.inf))
+        return np.concatenate(x0), np.concatenate(lower), np.concatenate(upper)
 
     def _fit(self, data: ResponseData) -> dict[str, Any]:
         keep_c = finite_items(data)
@@ -184,56 +281,110 @@ class ThreePL(IRTEstimator):
         codes = np.where(sub.observed, sub.values, -1).astype(int)
         md = MarginalData(codes, 2, self.n_quad)
         m = sub.shape[1]
-        share = ((sub.values * sub.observed).sum(0) + 0.5) / (sub.observed.sum(0) + 1.0)
-        c0 = (self.guessing if self.guessing is not None else
-              (self.guessing_prior[0] - 1) / max(sum(self.guessing_prior) - 2, 1)
-              if self.guessing_prior is not None else 0.2)
-        above = np.clip((share - c0) / (1 - c0), 0.02, 0.98)
-        x0 = [np.full(m, 0.0 if self.slope_prior else 1.0), np.log(above / (1 - above))]
-        if self.guessing is None:
-            x0.append(np.full(m, np.log(c0 / (1 - c0))))
-        out = maximise(lambda x: self._objective(x, md, m), np.concatenate(x0), tol=self.tol,
-                       max_iter=self.max_iter, what="3pl mml", verbose=self.verbose,
+        self._density = make_density(self.density, md.z)
+        md.logw = self._density.log_weights(md.z)
+        what = f"{self.model_name} mml"
+        x, lower, upper = self._start(sub, m)
+        check = None if self.slope_prior else lambda x: check_slopes(
+            x[:m], x[m:2 * m], what=what, item_names=tuple(sub.item_names),
+            limit=2 / (md.z[1] - md.z[0]), solver="L-BFGS-B")
+        fun = lambda v: self._objective(v, md, m)  # noqa: E731
+        n_iter, em_steps = 0, 0
+        if self._density.n_free:
+            # Davidian: the likelihood is flat at P = 1 (a stationary point by symmetry) and
+            # multimodal in the coefficients; start the items at the normal fit and the
+            # coefficients at the best of several starts of the density's own M-step
+            density, self._density = self._density, Normal()
+            md.logw = self._density.log_weights(md.z)
+            k = x.size - density.n_free
+            out = maximise(lambda v: self._objective(v, md, m), x[:k], tol=self.tol,
+                           max_iter=self.max_iter, what=what, max_se_params=-1, check=check,
+                           bounds=(lower[:k], upper[:k]))
+            x[:k], n_iter = out["x"], out["n_iter"]
+            self._density = density
+            density.fit_counts(md.z, self._last[1].sum(0))
+            x[k:] = density.params
+        if isinstance(self._density, Histogram):
+            # EM on the histogram (Bock & Aitkin 1981), as an ECM: ten L-BFGS-B steps on
+            # the items for the current masses, then the masses' constrained EM step; each
+            # half raises the likelihood. Settled when a cycle gains < 1e-6 per model
+            from scipy.optimize import minimize
+
+            last, settle = -np.inf, 1e-6 * sub.shape[0]
+            for em_steps in range(1, self.max_iter + 1):
+                res = minimize(fun, x, jac=True, method="L-BFGS-B", callback=check,
+                               bounds=list(zip(lower, upper)),
+                               options={"maxiter": 10, "gtol": self.tol, "ftol": 1e-15})
+                x, n_iter = res.x, n_iter + int(res.nit)
+                loglik = -fun(x)[0]
+                if loglik - last < settle:
+                    break
+                last = loglik
+                self._density.update(md.z, self._last[1].sum(0))
+                md.logw = self._density.log_weights(md.z)
+            else:
+                raise ConvergenceError(f"{what}: the histogram's EM did not settle in "
+                                       f"{self.max_iter} steps; raise max_iter",
+                                       solver="em", status="max_iter")
+        out = maximise(fun, x, tol=self.tol, max_iter=self.max_iter, what=what,
+                       verbose=self.verbose,
                        max_se_params=self.max_se_params if self.standard_errors else -1,
-                       check=None if self.slope_prior else lambda x: check_slopes(
-                           x[:m], x[m:2 * m], what="3pl mml", item_names=tuple(sub.item_names),
-                           limit=2 / (md.z[1] - md.z[0]), solver="L-BFGS-B"))
+                       check=check, bounds=(lower, upper))
         x = out["x"]
         self._objective(x, md, m)
-        loglik, post, _ = self._last
+        loglik, post, logp = self._last
+        if self._density.n_free:
+            self._density.params = x[x.size - self._density.n_free:].copy()
         eap, psd = md.posterior_moments(post)
         a, da, _, _ = slope_prior_terms(x[:m], self.slope_prior)
         d = x[m:2 * m]
-        c = np.full(m, float(self.guessing)) if self.guessing is not None else expit(x[2 * m:])
+        c, u, _ = self._asymptotes(x, m)
         b = -d / a
-        se = np.full((m, 3), np.nan)
+        se = np.full((m, 4), np.nan)
         notes = []
         if out["cov"] is not None:
-            scale = np.concatenate([da, np.ones(x.size - m)])     # covariance of (a, d, .)
+            scale = np.concatenate([da, np.ones(x.size - m)])     # covariance of (a, d, ...)
             V = out["cov"] * scale[:, None] * scale[None, :]
             var_a, var_d = np.diag(V)[:m], np.diag(V)[m:2 * m]
             cov_ad = V[np.arange(m), m + np.arange(m)]
             var_b = (var_d + b ** 2 * var_a + 2 * b * cov_ad) / a ** 2
             se[:, 0], se[:, 1] = np.sqrt(np.maximum(var_a, 0)), np.sqrt(np.maximum(var_b, 0))
-            if self.guessing is None:
-                se[:, 2] = c * (1 - c) * np.sqrt(np.maximum(np.diag(V)[2 * m:], 0))
-            else:
-                se[:, 2] = 0.0
+            k = 2 * m
+            for col, fixed, v, prior in ((2, self.guessing, c, self.guessing_prior),
+                                         (3, self.upper, u, self.upper_prior)):
+                if fixed is None:               # NaN at a bound (held fixed), as mirt's
+                    dv = 1.0 if self._boxed(prior) else v * (1 - v)
+                    se[:, col] = dv * np.sqrt(np.maximum(np.diag(V)[k:k + m], 0))
+                    k += m
+                else:
+                    se[:, col] = 0.0
         elif self.standard_errors:
             notes.append(f"item SEs skipped: {x.size} parameters > max_se_params "
                          f"{self.max_se_params}")
         if np.any(a < 0):
             notes.append(f"{int((a < 0).sum())} items have negative slopes (weaker models do "
                          "better on them)")
-        floor = self._at_floor(a, c, md, post, self._last[2])
+        if np.any(u <= c):
+            notes.append(f"{int((u <= c).sum())} items have an upper asymptote at or below "
+                         "their floor (the curve falls with ability); add the priors")
+        floor = (self._at_floor(a, c, md, post, logp) if self.upper == 1.0
+                 else np.zeros(0, np.int64))
         notes += self._misfit_notes(sub, b, c, floor)
-        return {"R": eap[:, None], "C": np.column_stack([a, b, c]), "se_R": psd[:, None],
-                "se_C": se, "loglik": loglik, "n_iter": out["n_iter"],
-                "loglik_kind": "marginal", "keep_rows": np.ones(data.shape[0], bool),
-                "keep_cols": keep_c, "stationarity": out["stationarity"],
-                "solver": f"L-BFGS on the marginal likelihood ({self.n_quad}-node grid)",
+        if self._density.n_free or isinstance(self._density, Histogram):
+            mean, sd = self._density.moments(md.z)
+            notes.append(f"latent density {self._density.name} ({self._density.n_parameters} "
+                         f"parameters; mean {mean:.3g}, sd {sd:.3g} on the grid)"
+                         + (f", {em_steps} EM steps on the histogram" if em_steps else ""))
+        keep = self._n_columns
+        return {"R": eap[:, None], "C": np.column_stack([a, b, c, u])[:, :keep],
+                "se_R": psd[:, None], "se_C": se[:, :keep], "loglik": loglik,
+                "n_iter": n_iter + out["n_iter"], "loglik_kind": "marginal",
+                "keep_rows": np.ones(data.shape[0], bool), "keep_cols": keep_c,
+                "stationarity": out["stationarity"],
+                "solver": f"L-BFGS-B on the marginal likelihood ({self.n_quad}-node grid)",
                 "notes": tuple(notes),
-                "extra": {"floor_items": tuple(sub.item_names[j] for j in floor)}}
+                "extra": {"floor_items": tuple(sub.item_names[j] for j in floor),
+                          "latent_density": self._density}}
 
     @staticmethod
     def _misfit_notes(sub: ResponseData, b: np.ndarray, c: np.ndarray,

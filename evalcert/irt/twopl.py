@@ -51,6 +51,7 @@ import warnings
 from evalcert.errors import ConvergenceError, InputError
 from evalcert.irt.base import IRTEstimator
 from evalcert.irt.data import ResponseData, finite_items
+from evalcert.irt.density import DENSITIES, fit_auto
 from evalcert.irt.estimation.mml_em import auto_n_quad, mml_em
 
 __all__ = ["TwoPL", "NegativeSlopeWarning", "FEW_MODELS"]
@@ -82,6 +83,15 @@ class TwoPL(IRTEstimator):
         (default 4, sd 0.5); 0 = pure marginal ML, slopes of either sign.
     quadrature : {"auto", "adaptive", "grid"}
         E-step of ``mml``; see :class:`~.rasch.Rasch` and :mod:`~.mml`.
+    density : {"normal", "histogram", "davidian-1", ..., "davidian-4", "auto"}
+        Latent ability density of ``mml`` (:mod:`~.density`). Other than
+        ``"normal"`` the fit runs on the fixed grid of
+        :class:`~.threepl.ThreePL` (``n_quad`` nodes on [-6, 6], default 61;
+        accurate up to about a hundred items per model) with the density's
+        parameters fitted jointly (Davidian) or by EM (histogram); ``"auto"``
+        fits each on that grid and keeps the lowest BIC (``density_choice_``).
+        ``latent_density_`` is then the fitted density, which EAP scoring of
+        new models uses.
     n_threads : int, optional
         Threads for the blocks of the ``mml`` E-step and standard errors;
         ``None`` (default) uses every CPU (one thread when the work is small).
@@ -113,10 +123,12 @@ class TwoPL(IRTEstimator):
                  n_quad: int | None = None, quadrature: str = "auto", slope_prior: float = 4.0,
                  tol: float = 1e-6, max_iter: int = 2000, seed: int = 0,
                  verbose: bool = False, standard_errors: bool = True,
-                 n_threads: int | None = None):
+                 n_threads: int | None = None, density: str = "normal"):
         super().__init__(method, lam=lam, anchor_item=anchor_item, anchor_model=anchor_model,
                          tol=tol, max_iter=max_iter, seed=seed, verbose=verbose,
                          standard_errors=standard_errors)
+        self.density = density
+        self._on_grid = False       # density="auto" fits every candidate on the grid
         self.n_threads = n_threads
         self.n_quad = n_quad
         self.quadrature = quadrature
@@ -179,9 +191,44 @@ class TwoPL(IRTEstimator):
     def _stage2_lam(self) -> float:
         return 1.0 if self.method == "mml" else super()._stage2_lam()
 
+    def fit(self, Y: Any, mask: np.ndarray | None = None) -> "TwoPL":
+        """Fit to ``Y`` (models x items; NaN = missing); ``mask`` True = held out."""
+        if self.density not in DENSITIES:
+            raise InputError(f"density must be one of {DENSITIES}, got {self.density!r}")
+        if self.density != "normal" and self.method != "mml":
+            raise InputError(f"density={self.density!r} needs method='mml' (a marginal fit)")
+        if self.density == "auto":
+            return fit_auto(self, Y, mask)
+        super().fit(Y, mask)
+        if self._grid_fit():
+            self.n_parameters_ = (2 * int(np.isfinite(self.difficulties_).sum())
+                                  + self.latent_density_.n_parameters)
+        return self
+
+    def _grid_fit(self) -> bool:
+        return self.method == "mml" and (self.density != "normal" or self._on_grid)
+
+    def _fit_on_grid(self, data: ResponseData) -> dict[str, Any]:
+        """The 2PL as the 3PL engine's model with floor 0 and ceiling 1, and a latent density."""
+        from evalcert.irt.threepl import ThreePL
+
+        engine = ThreePL(guessing=0.0, slope_prior=self.slope_prior, intercept_prior=0.0,
+                         n_quad=61 if self.n_quad is None else self.n_quad,
+                         tol=min(self.tol, 1e-5), max_iter=self.max_iter,
+                         verbose=self.verbose, standard_errors=self.standard_errors,
+                         density=self.density)
+        engine.model_name = "2pl"
+        engine._check()
+        out = engine._fit(data)
+        out["C"], out["se_C"] = out["C"][:, :2], out["se_C"][:, :2]
+        out["extra"] = {"latent_density": out["extra"]["latent_density"]}
+        return out
+
     def _fit(self, data: ResponseData) -> dict[str, Any]:
         if self.method != "mml":
             return super()._fit(data)
+        if self._grid_fit():
+            return self._fit_on_grid(data)
         if not self.slope_prior >= 0:
             raise InputError(f"slope_prior must be >= 0 (0 = pure marginal ML), got "
                              f"{self.slope_prior!r}")

@@ -27,6 +27,10 @@ def test_gradient_is_exact(options):
     md, m = MarginalData(Y.astype(int), 2, 41), 4
     free = 2 + (est.guessing is None) + (est.upper is None)
     x = np.random.default_rng(2).normal(0, 0.5, free * m)
+    # the asymptotes are probabilities (boxed in [0, 1]): floors low, ceilings high
+    x[2 * m:] = np.random.default_rng(3).uniform(0.05, 0.3, x.size - 2 * m)
+    if est.upper is None:
+        x[-m:] = 1 - x[-m:]
     _, grad = est._objective(x, md, m)
     num = approx_fprime(x, lambda v: est._objective(v, md, m)[0], 1e-6)
     np.testing.assert_allclose(grad, num, rtol=1e-4, atol=1e-4)

@@ -50,6 +50,7 @@ def test_gradient_is_exact(guessing, slope_prior):
     est = ThreePL(guessing=guessing, slope_prior=slope_prior)
     md = MarginalData(Y.astype(int), 2, 61)
     x = np.random.default_rng(0).normal(0.5, 0.3, 6 * (2 if guessing else 3))
+    x[12:] = np.random.default_rng(1).uniform(0.05, 0.45, x.size - 12)  # floors in (0, 1)
     num = approx_fprime(x, lambda v: est._objective(v, md, 6)[0], 1e-6)
     np.testing.assert_allclose(est._objective(x, md, 6)[1], num, rtol=1e-4, atol=1e-4)
 

@@ -237,7 +237,8 @@ def observed_covariance(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x
 def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
              tol: float, max_iter: int, what: str, max_se_params: int = 400,
              verbose: bool = False,
-             check: Callable[[np.ndarray], None] | None = None) -> dict:
+             check: Callable[[np.ndarray], None] | None = None,
+             bounds: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS; certify and estimate the covariance.
 
     Returns ``x``, ``n_iter``, ``gradient`` (max abs at ``x``), ``cov`` (inverse
@@ -247,6 +248,9 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
     shows that no acceptable optimum exists (e.g. :func:`check_slopes`: a
     runaway pure-ML slope; L-BFGS would otherwise crawl after it for the whole
     budget, or stop "converged" where it has flattened the gradient).
+    ``bounds = (lower, upper)`` (arrays, +-inf where free) box the parameters
+    (L-BFGS-B): a coordinate at its bound whose gradient pushes outwards counts
+    as stationary, and is held fixed in the covariance (its row and column NaN).
 
     Raises
     ------
@@ -273,17 +277,33 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
 
     try:
         res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=each_iterate,
+                       bounds=None if bounds is None else list(zip(*bounds)),
                        options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
                                 "ftol": 1e-15, "maxcor": 30})
     finally:
         bar.close()
     value, g = fun(res.x)
-    grad = float(np.max(np.abs(g))) if g.size else 0.0
+    free = np.ones(g.size, bool)
+    if bounds is not None:          # at a bound, pushed outwards: stationary (KKT)
+        free = ~(((res.x <= bounds[0]) & (g > 0)) | ((res.x >= bounds[1]) & (g < 0)))
+    grad = float(np.max(np.abs(g[free]))) if free.any() else 0.0
     if res.nit >= max_iter or grad > 1e3 * tol:
         raise ConvergenceError(f"{what}: L-BFGS stopped after {res.nit} iterations "
                                f"({res.message}) with max |gradient| {grad:.3g} > tol {tol:g}; "
                                "raise max_iter, loosen tol or strengthen the priors",
                                solver="L-BFGS-B", status=str(res.message))
-    cov, stat = observed_covariance(fun, res.x, g, max_se_params)
+    if free.all():
+        cov, stat = observed_covariance(fun, res.x, g, max_se_params)
+    else:                           # the Hessian of the free coordinates only
+        def inner(v: np.ndarray) -> tuple[float, np.ndarray]:
+            x = res.x.copy()
+            x[free] = v
+            value, grad = fun(x)
+            return value, grad[free]
+        sub, stat = observed_covariance(inner, res.x[free], g[free], max_se_params)
+        cov = None
+        if sub is not None:
+            cov = np.full((g.size, g.size), np.nan)
+            cov[np.ix_(free, free)] = sub
     return {"x": res.x, "n_iter": int(res.nit), "value": float(value), "gradient": grad,
             "cov": cov, "stationarity": stat}
