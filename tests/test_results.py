@@ -166,6 +166,12 @@ def results(tmp_path_factory) -> dict[type, object]:
 
     made += [MultidimensionalTwoPL(dims=2, n_points=7).fit(Y).score(Y[:3]),
              select_dims(Y, dims=(1, 2), n_points=7)]
+    from evalcert.irt.density import DensityChoice
+
+    # a real --density auto fit takes ~26 CPU-s even at 60 x 15 (six densities): the table
+    # is built from numbers as irt.density.choose_density builds it
+    made.append(DensityChoice(("normal", "davidian-1", "histogram"), (-410.2, -409.8, -401.0),
+                              (30, 31, 88), 60, "normal"))
     found: dict[type, object] = {}
     for result in made:
         _collect(result, found)

@@ -74,7 +74,9 @@ def test_key_search_with_ties_and_unbalanced_labels_matches_levels(seed):
 def test_regression_m2_climbs_in_a_few_milps():
     """Old code: from the joint start, every feasible whole-Q-complex MILP returned a point
     barely above the level tried, so M=2 climbed in tens of MILPs (58 at Q = 1000, seed 1;
-    9 here). The key search maximises the level at each key: 3 here."""
+    9 here). The key search maximises the level at each key: a few here (4 MILPs under
+    highspy 1.16, 5 under 1.7.1, the oldest allowed: which of several optimal vertices HiGHS
+    returns differs between versions)."""
     dec = simulate_decisions(150, 3, 5, seed=1)
     res = alarm_m2(dec, "0.5", max_checks=0, max_binding_keys=0)
     old = exact_alarm(m2_builder(dec, None, None), dec, "0.5",
@@ -82,7 +84,7 @@ def test_regression_m2_climbs_in_a_few_milps():
                       search="levels", start=joint_start(dec, Fraction(1), "highs"),
                       max_checks=0, max_binding_keys=0)
     assert res.T == old.T
-    assert res.n_solves <= 4 < old.n_solves
+    assert res.n_solves <= 5 < old.n_solves
 
 
 def test_full_joint_key_search_gives_an_exact_witness():
