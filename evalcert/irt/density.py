@@ -310,11 +310,11 @@ class DensityChoice(ResultMixin):
 
     @property
     def aic(self) -> tuple[float, ...]:
-        return tuple(2 * k - 2 * ll for ll, k in zip(self.loglik, self.n_parameters))
+        return tuple(float(2 * k - 2 * ll) for ll, k in zip(self.loglik, self.n_parameters))
 
     @property
     def bic(self) -> tuple[float, ...]:
-        return tuple(k * np.log(self.n_models) - 2 * ll
+        return tuple(float(k * np.log(self.n_models) - 2 * ll)  # plain floats for JSON
                      for ll, k in zip(self.loglik, self.n_parameters))
 
     def rows(self) -> list[tuple]:
