@@ -139,8 +139,8 @@ def _indices(column, null_code: int) -> np.ndarray:
                          offset=indices.offset * dtype.itemsize)
 
 
-def _to_codes(builder: CountsBuilder, column, codes=None) -> np.ndarray:
-    """Global codes of a string column (-1 where null) via Arrow dictionary encoding."""
+def _dictionary(column):
+    """One dictionary-encoded array of a column (chunks combined, non-strings as strings)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -150,6 +150,12 @@ def _to_codes(builder: CountsBuilder, column, codes=None) -> np.ndarray:
         if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
             column = pc.cast(column, pa.string())
         column = column.dictionary_encode()
+    return column
+
+
+def _to_codes(builder: CountsBuilder, column, codes=None) -> np.ndarray:
+    """Global codes of a string column (-1 where null) via Arrow dictionary encoding."""
+    column = _dictionary(column)
     words = column.dictionary.to_pylist()
     codes = builder.codes if codes is None else codes
     local = np.append(codes([str(w) for w in words]), -1) if words else np.array([-1])
@@ -162,12 +168,7 @@ def _outcomes(column, a_col, b_col) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if not pa.types.is_dictionary(column.type):
-        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-            column = pc.cast(column, pa.string())
-        column = column.dictionary_encode()
+    column = _dictionary(column)
     words = column.dictionary.to_pylist()
     local = np.array([outcome_code(w) for w in words] + [-2], dtype=np.int64)
     idx = _indices(column, len(words))
