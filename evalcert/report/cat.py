@@ -25,7 +25,7 @@ import numpy as np
 
 from evalcert.report.figures import figure_uri, new_figure
 from evalcert.report.page import (Facts, Figure, Page, Provenance, Section, Table, Text,
-                                  Verdict, versions)
+                                  Verdict, source_inputs, versions)
 
 __all__ = ["page_from_cat"]
 
@@ -180,11 +180,7 @@ def page_from_cat(result: Any, *, source: str | None = None, fmt: str | None = N
                     else "")),), id="exposure-section"))
     sections.append(Section("Summary as printed", (Text(result.summary(), "pre"),),
                             id="summary"))
-    inputs: list[tuple[str, Any]] = [("file", source or "in memory (no file)")]
-    if fmt:
-        inputs.append(("format", fmt))
-    if read:
-        inputs.append(("read", read))
+    inputs = source_inputs(source, fmt, read)
     inputs += [("bank", bank or (f"{result.item_model} fitted on {result.n_train} models"
                                  if result.n_train else f"{result.item_model}, given")),
                ("ability prior", f"N({result.prior[0]:g}, {result.prior[1]:g}^2)"),

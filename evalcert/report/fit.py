@@ -20,7 +20,7 @@ import numpy as np
 
 from evalcert.report.figures import figure_uri, new_figure
 from evalcert.report.page import (Facts, Figure, Page, Provenance, Section, Table, Text,
-                                  Verdict, table_from_frame, versions)
+                                  Verdict, source_inputs, table_from_frame, versions)
 
 __all__ = ["page_from_fit", "binding_table", "score_inputs"]
 
@@ -63,9 +63,7 @@ def score_inputs(scores: Any, source: str | None, fmt: str | None
     >>> dict(inputs)["agents x items"], dropped
     ('2 x 3', ())
     """
-    inputs: list[tuple[str, Any]] = [("file", source or "in memory (no file)")]
-    if fmt:
-        inputs.append(("format", fmt))
+    inputs = source_inputs(source, fmt)
     dropped: list[str] = []
     if scores is not None:
         inputs += [("agents x items", f"{scores.n_agents} x {scores.n_items}"),

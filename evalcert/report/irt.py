@@ -20,7 +20,7 @@ import numpy as np
 
 from evalcert.report.figures import figure_uri, new_figure
 from evalcert.report.page import (Facts, Figure, Page, Provenance, Section, Table, Text,
-                                  Verdict, versions)
+                                  Verdict, source_inputs, versions)
 
 __all__ = ["page_from_irt", "ranking_rows", "Z95"]
 
@@ -254,11 +254,7 @@ def page_from_irt(result: Any, *, responses: Any = None, estimator: Any = None,
                                                 else ""),), id="items-section"))
     sections.append(Section("Fit summary as printed", (Text(result.summary(), "pre"),),
                             id="summary"))
-    inputs: list[tuple[str, Any]] = [("file", source or "in memory (no file)")]
-    if fmt:
-        inputs.append(("format", fmt))
-    if read:
-        inputs.append(("read", read))
+    inputs = source_inputs(source, fmt, read)
     inputs += [("models x items", f"{result.n_models} x {result.n_items}"),
                ("observed cells", int(result.n_observed))]
     dropped = []

@@ -147,6 +147,26 @@ class Verdict:
     blocks: tuple[Block, ...] = ()
 
 
+def source_inputs(source: str | None, fmt: str | None = None,
+                  read: str | None = None) -> list[tuple[str, Any]]:
+    """The first provenance lines of a page: the file (or "in memory"), its format and
+    what the reader said it read, each only when known.
+
+    Examples
+    --------
+    >>> source_inputs("s.csv", "wide")
+    [('file', 's.csv'), ('format', 'wide')]
+    >>> source_inputs(None)
+    [('file', 'in memory (no file)')]
+    """
+    inputs: list[tuple[str, Any]] = [("file", source or "in memory (no file)")]
+    if fmt:
+        inputs.append(("format", fmt))
+    if read:
+        inputs.append(("read", read))
+    return inputs
+
+
 def versions(extra: Sequence[str] = ()) -> tuple[tuple[str, str], ...]:
     """Python and the installed versions of :data:`CORE_LIBRARIES` and ``extra``.
 
