@@ -15,22 +15,6 @@ from evalcert.logic.simulate import simulate_decisions
 from tests.logic._helpers import decisions, instance
 
 
-def brute_joint(dec, tol):
-    arr, r = dec.array, len(dec.labels)
-    best = Fraction(0)
-    for z in itertools.product(range(r), repeat=len(dec.items)):
-        z = np.array(z)
-        vals = []
-        for i in range(arr.shape[1]):
-            for t in range(r):
-                den = int(((z == t) & (arr[:, i] >= 0)).sum())
-                if den:
-                    ok = (z == t) & (arr[:, i] >= 0) & (np.abs(arr[:, i] - t) <= tol)
-                    vals.append(Fraction(int(ok.sum()), den))
-        best = max(best, min(vals, default=Fraction(1)))
-    return best
-
-
 def tables(rows, cols):
     """Every non-negative integer table with these row and column sums."""
     if len(rows) == 1:
@@ -43,7 +27,29 @@ def tables(rows, cols):
                 yield [list(first)] + tail
 
 
-def brute_m1(dec, tol):
+def tolerance_table(r, tol):
+    """Credit 1 for a decision within ``tol`` label steps of the key, else 0."""
+    return [[int(abs(d - t) <= tol) for d in range(r)] for t in range(r)]
+
+
+def brute_joint(dec, w):
+    """The full joint over every item-level key, with credit ``w[key][decision]``."""
+    arr, r = dec.array, len(dec.labels)
+    w = np.array([[Fraction(v) for v in row] for row in w], dtype=object)
+    best = Fraction(0)
+    for z in itertools.product(range(r), repeat=len(dec.items)):
+        z = np.array(z)
+        vals = []
+        for i in range(arr.shape[1]):
+            for t in range(r):
+                on = (z == t) & (arr[:, i] >= 0)
+                if on.any():
+                    vals.append(sum((w[t][d] for d in arr[on, i]), Fraction(0)) / int(on.sum()))
+        best = max(best, min(vals, default=Fraction(1)))
+    return best
+
+
+def brute_m1(dec, w):
     """M=1: graders are coupled only through the key, so T_1 = max_q min_i best_i(q)."""
     counts = dec.label_counts()
     r, n = len(dec.labels), counts.n_items
@@ -53,7 +59,7 @@ def brute_m1(dec, tol):
         for said in counts.counts:
             top = Fraction(0)
             for e in tables(list(q), list(said)):
-                vals = [Fraction(sum(e[t][d] for d in range(r) if abs(d - t) <= tol), q[t])
+                vals = [sum((Fraction(w[t][d]) * e[t][d] for d in range(r)), Fraction(0)) / q[t]
                         for t in range(r) if q[t]]
                 top = max(top, min(vals))
             worst = min(worst, top)
@@ -66,7 +72,7 @@ def brute_m1(dec, tol):
 def test_full_joint_within_tolerance_equals_brute_force(case, tol):
     r, cols = case
     dec = decisions(cols, [f"l{t}" for t in range(r)], on_missing="keep")
-    assert alarm_tolerance(dec, "0.5", tol).T == brute_joint(dec, tol)
+    assert alarm_tolerance(dec, "0.5", tol).T == brute_joint(dec, tolerance_table(r, tol))
 
 
 @settings(max_examples=10, deadline=None)
@@ -75,9 +81,9 @@ def test_m1_and_m2_within_tolerance_bracket_and_match_brute_force(case, tol):
     r, cols = case
     dec = decisions(cols, [f"l{t}" for t in range(r)])
     t1 = alarm_tolerance(dec, "0.5", tol, m=1).T
-    assert t1 == brute_m1(dec, tol)
+    assert t1 == brute_m1(dec, tolerance_table(r, tol))
     t2 = alarm_tolerance(dec, "0.5", tol, m=2).T
-    assert brute_joint(dec, tol) <= t2 <= t1
+    assert brute_joint(dec, tolerance_table(r, tol)) <= t2 <= t1
 
 
 def test_tolerance_zero_is_the_usual_alarm_and_wider_bands_raise_t():

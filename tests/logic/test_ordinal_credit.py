@@ -2,10 +2,8 @@
 joint over every item-level key, M=1 over every evaluation table at every key; M=2 equals
 the full joint for two graders and lies between it and M=1 otherwise."""
 
-import itertools
 from fractions import Fraction
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -14,43 +12,9 @@ from evalcert.errors import InputError
 from evalcert.logic import alarm, alarm_full, alarm_m2
 from evalcert.logic.ordinal import (alarm_bands, alarm_credit, alarm_ties_half, credit_table,
                                     parse_bands)
-from evalcert.logic.qcomplex import iter_qcomplex
 from evalcert.logic.simulate import simulate_decisions
 from tests.logic._helpers import decisions, instance
-from tests.logic.test_ordinal import tables
-
-
-def brute_joint(dec, w):
-    arr, r = dec.array, len(dec.labels)
-    w = np.array([[Fraction(v) for v in row] for row in w], dtype=object)
-    best = Fraction(0)
-    for z in itertools.product(range(r), repeat=len(dec.items)):
-        z = np.array(z)
-        vals = []
-        for i in range(arr.shape[1]):
-            for t in range(r):
-                on = (z == t) & (arr[:, i] >= 0)
-                if on.any():
-                    vals.append(sum((w[t][d] for d in arr[on, i]), Fraction(0)) / int(on.sum()))
-        best = max(best, min(vals, default=Fraction(1)))
-    return best
-
-
-def brute_m1(dec, w):
-    counts = dec.label_counts()
-    r, n = len(dec.labels), counts.n_items
-    best = Fraction(0)
-    for q in iter_qcomplex(n, r):
-        worst = Fraction(1)
-        for said in counts.counts:
-            top = Fraction(0)
-            for e in tables(list(q), list(said)):
-                vals = [sum((Fraction(w[t][d]) * e[t][d] for d in range(r)), Fraction(0)) / q[t]
-                        for t in range(r) if q[t]]
-                top = max(top, min(vals))
-            worst = min(worst, top)
-        best = max(best, worst)
-    return best
+from tests.logic.test_ordinal import brute_joint, brute_m1
 
 
 def half_table(r, tie):
