@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evalcert.errors import InputError
-from evalcert.io.outputs import writing
+from evalcert.io.outputs import write_frame
 from evalcert.results import ResultMixin
 
 __all__ = ["convert", "Converted", "TARGETS", "VOTES_FORMAT"]
@@ -63,17 +63,6 @@ class Converted(ResultMixin):
 
     def summary(self) -> str:
         return f"{self.read}\nwrote {self.rows} rows ({self.to}) to {self.out}"
-
-
-def _write_table(frame, out: Path) -> None:
-    suffix = out.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise InputError(f"{out}: write the long table as .csv or .parquet")
-    with writing(out) as tmp:
-        if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_parquet(tmp, index=False)
 
 
 def convert(path: str | Path, out: str | Path, *, format: str = "auto", to: str = "long",
@@ -119,7 +108,7 @@ def convert(path: str | Path, out: str | Path, *, format: str = "auto", to: str 
         read = read_results(path, format, **options)
         if to == "long":
             frame = read.to_long()
-            _write_table(frame, out)
+            write_frame(frame, out, "the long table")
             rows = len(frame)
         elif to == "eee":
             from evalcert.io.eee import write_eee
@@ -136,7 +125,7 @@ def convert(path: str | Path, out: str | Path, *, format: str = "auto", to: str 
             raise InputError(f"{', '.join('--' + k.replace('_', '-') for k in given)} does not "
                              f"apply to {format} judge logs")
         frame, source = read_judgments(path, format)
-        _write_table(frame, out)
+        write_frame(frame, out, "the long table")
         rows = len(frame)
         text = (f"read {source['format']} from {path}: {source['rows']} rows, "
                 f"{frame['grader'].nunique()} graders, {frame['item'].nunique()} items, "
@@ -145,7 +134,7 @@ def convert(path: str | Path, out: str | Path, *, format: str = "auto", to: str 
     else:
         frame = read_comparisons(path)
         frame = frame.to_frame() if hasattr(frame, "to_frame") else frame
-        _write_table(frame, out)
+        write_frame(frame, out, "the long table")
         rows = len(frame)
         text = f"read {format} from {path}: {rows} comparisons"
     return Converted(format=format, kind=kind, out=str(out), to=to, rows=int(rows), read=text)

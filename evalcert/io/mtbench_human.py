@@ -237,17 +237,9 @@ def write_key(key: Any, out: str | Path) -> int:
     (1, ['item,question_id,model_a,model_b,turn,experts', '1|x|y|1,1,x,y,1,b'])
     """
     from evalcert.io.decisions import comparison_items
-    from evalcert.io.outputs import writing
+    from evalcert.io.outputs import write_frame
 
     frame = key.to_frame()
     frame.insert(0, "item", comparison_items(frame))
-    out = Path(out)
-    suffix = out.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise InputError(f"{out}: write the key as .csv or .parquet")
-    with writing(out) as tmp:
-        if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_parquet(tmp, index=False)
+    write_frame(frame, Path(out), "the key")
     return len(frame)

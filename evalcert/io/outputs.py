@@ -36,11 +36,11 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from evalcert.errors import InputError
 
-__all__ = ["check_output", "check_outputs", "output_policy", "writing"]
+__all__ = ["check_output", "check_outputs", "output_policy", "writing", "write_frame"]
 
 #: (replace existing files, write through symbolic links) for :func:`writing`
 _POLICY: contextvars.ContextVar[tuple[bool, bool]] = contextvars.ContextVar(
@@ -302,3 +302,24 @@ def check_outputs(paths: dict[str, str | os.PathLike | None], *,
         if key in seen:
             raise InputError(f"{flag} and {seen[key]} name the same file {out}; choose two paths")
         seen[key] = flag
+
+
+def write_frame(frame: Any, out: Path, what: str = "the table") -> None:
+    """Write a DataFrame as CSV or Parquet (by ``out``'s suffix) through :func:`writing`;
+    another suffix is refused, naming ``what`` was being written.
+
+    Examples
+    --------
+    >>> import pandas as pd, pathlib, tempfile
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> write_frame(pd.DataFrame({"a": [1]}), out); out.read_text()
+    'a\\n1\\n'
+    """
+    suffix = out.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise InputError(f"{out}: write {what} as .csv or .parquet")
+    with writing(out) as tmp:
+        if suffix == ".csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_parquet(tmp, index=False)
