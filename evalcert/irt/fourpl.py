@@ -97,12 +97,14 @@ class FourPL(ThreePL):
                  slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
                  n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
                  max_iter: int = 2000, verbose: bool = False, standard_errors: bool = True,
-                 seed: int = 0, density: str = "normal"):
+                 seed: int = 0, density: str = "normal", multistart: bool = True,
+                 slope_bounds: tuple[float, float] | None = None):
         super().__init__(method, guessing=guessing, guessing_prior=guessing_prior,
                          slope_prior=slope_prior, intercept_prior=intercept_prior,
                          n_quad=n_quad, max_se_params=max_se_params, tol=tol,
                          max_iter=max_iter, verbose=verbose, standard_errors=standard_errors,
-                         seed=seed, density=density)
+                         seed=seed, density=density, multistart=multistart,
+                         slope_bounds=slope_bounds)
         self.upper = upper
         self.upper_prior = upper_prior
         if guessing is not None and guessing == 0:
@@ -148,9 +150,11 @@ class ThreePLu(FourPL):
                  slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
                  n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
                  max_iter: int = 2000, verbose: bool = False, standard_errors: bool = True,
-                 seed: int = 0, density: str = "normal"):
+                 seed: int = 0, density: str = "normal", multistart: bool = True,
+                 slope_bounds: tuple[float, float] | None = None):
         super().__init__(method, guessing=0.0, upper=upper, upper_prior=upper_prior,
                          slope_prior=slope_prior, intercept_prior=intercept_prior,
                          n_quad=n_quad, max_se_params=max_se_params, tol=tol,
                          max_iter=max_iter, verbose=verbose, standard_errors=standard_errors,
-                         seed=seed, density=density)
+                         seed=seed, density=density, multistart=multistart,
+                         slope_bounds=slope_bounds)

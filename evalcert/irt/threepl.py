@@ -118,7 +118,8 @@ class ThreePL(IRTEstimator):
                  slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
                  n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
                  max_iter: int = 2000, verbose: bool = False, standard_errors: bool = True,
-                 seed: int = 0, density: str = "normal"):
+                 seed: int = 0, density: str = "normal", multistart: bool = True,
+                 slope_bounds: tuple[float, float] | None = None):
         super().__init__(method, lam=0.0, anchor_item=None, anchor_model=None, tol=tol,
                          max_iter=max_iter, seed=seed, verbose=verbose,
                          standard_errors=standard_errors)
@@ -129,6 +130,8 @@ class ThreePL(IRTEstimator):
         self.n_quad = n_quad
         self.max_se_params = max_se_params
         self.density = density
+        self.multistart = multistart
+        self.slope_bounds = slope_bounds
         # the upper asymptote: fixed at 1 here; FourPL frees it (one objective serves both)
         self.upper: float | None = 1.0
         self.upper_prior: tuple[float, float] | None = None
@@ -148,6 +151,11 @@ class ThreePL(IRTEstimator):
                              f"{self.slope_prior!r} and {self.intercept_prior!r}")
         if self.density not in DENSITIES:
             raise InputError(f"density must be one of {DENSITIES}, got {self.density!r}")
+        if self.slope_bounds is not None and not (
+                len(self.slope_bounds) == 2 and self.slope_bounds[0] < self.slope_bounds[1]
+                and (self.slope_bounds[0] > 0 or not self.slope_prior)):
+            raise InputError(f"slope_bounds must be (low, high) with low < high (low > 0 "
+                             f"with a slope prior), got {self.slope_bounds!r}")
 
     def fit(self, Y: Any, mask: np.ndarray | None = None) -> "ThreePL":
         """Fit to ``Y`` (models x items, 0/1, NaN = missing); ``mask`` True = held out.
@@ -184,23 +192,15 @@ class ThreePL(IRTEstimator):
                 out.append(np.full(m, float(fixed)))
         return c[0], u[0], k
 
-    def _objective(self, x: np.ndarray, md: MarginalData, n_items: int):
-        """Negated penalised marginal log-likelihood and its gradient.
+    def _curves(self, x: np.ndarray, m: int, z: np.ndarray):
+        """Slopes, intercepts, asymptotes and the log-probabilities at the nodes (M x Q).
 
-        ``x = (slopes (log a with a slope prior), d, [c], [u], [density])``;
-        ``P = c + (u - c) s``, ``s = sigma(a z + d)``, with ``n0, n1`` the
-        expected counts at each node: ``dl/d eta = (u - c) s (1 - s) (n1 / P - n0
-        / (1 - P))``, ``dl/dc = (1 - s) (n1 / P - n0 / (1 - P))``, ``dl/du = s
-        (n1 / P - n0 / (1 - P))``. Log-probabilities are sums in log space, so
-        ``s / P`` stays exact where ``s`` underflows at a zero floor.
+        Returns ``a, da, d, c, u, k, log_s, log_1s, log_p0, log_p1`` (``k``: where the
+        density's parameters start in ``x``).
         """
-        m, z = n_items, md.z
-        a, da, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
+        a, da, _, _ = slope_prior_terms(x[:m], self.slope_prior)
         d = x[m:2 * m]
         c, u, k = self._asymptotes(x, m)
-        density = self._density
-        if density.n_free:
-            md.logw = density.log_weights(z, x[k:])
         eta = a[:, None] * z[None, :] + d[:, None]                  # M x Q
         span = (u - c)[:, None]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -213,8 +213,38 @@ class ThreePL(IRTEstimator):
             down = (span <= 0)[:, 0]
             log_p1[down], log_p0[down] = np.log(p1[down]), np.log1p(-np.minimum(
                 p1[down], 1 - 1e-16))
+        return a, da, d, c, u, k, log_s, log_1s, log_p0, log_p1
+
+    def _objective(self, x: np.ndarray, md: MarginalData, n_items: int,
+                   counts: np.ndarray | None = None):
+        """Negated penalised marginal log-likelihood and its gradient.
+
+        ``x = (slopes (log a with a slope prior), d, [c], [u], [density])``;
+        ``P = c + (u - c) s``, ``s = sigma(a z + d)``, with ``n0, n1`` the
+        expected counts at each node: ``dl/d eta = (u - c) s (1 - s) (n1 / P - n0
+        / (1 - P))``, ``dl/dc = (1 - s) (n1 / P - n0 / (1 - P))``, ``dl/du = s
+        (n1 / P - n0 / (1 - P))``. Log-probabilities are sums in log space, so
+        ``s / P`` stays exact where ``s`` underflows at a zero floor.
+
+        With ``counts`` (M x Q x 2) given, the E-step is skipped: the value is EM's
+        surrogate, the expected complete-data log-likelihood ``sum n log P`` (plus the
+        log-priors) at those counts, separable over items (the density held fixed).
+        """
+        m, z = n_items, md.z
+        density = self._density
+        k = 2 * m + m * ((self.guessing is None) + (self.upper is None))
+        if density.n_free and counts is None:
+            md.logw = density.log_weights(z, x[k:])
+        a, da, d, c, u, k, log_s, log_1s, log_p0, log_p1 = self._curves(x, m, z)
+        _, _, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
+        span = (u - c)[:, None]
         logp = np.stack([log_p0, log_p1], axis=2)
-        loglik, post, counts = md.evaluate(logp)
+        post = None
+        if counts is None:
+            loglik, post, counts = md.evaluate(logp)
+        else:
+            with np.errstate(invalid="ignore"):
+                loglik = float(np.sum(np.where(counts > 0, counts * logp, 0.0)))
         n0, n1 = counts[:, :, 0], counts[:, :, 1]
         s, s1 = np.exp(log_s), np.exp(log_1s)
         with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: no such answers
@@ -238,9 +268,134 @@ class ThreePL(IRTEstimator):
                          - (np.where(v < 1, (be - 1) / (1 - v), 0.0) if be > 1 else 0.0))
             grad.append(g if self._boxed(prior) else g * v * (1 - v))
         if density.n_free:
-            grad.append(self._density_score(x[k:], z, post.sum(0)))
-        self._last = (loglik, post, logp)
+            grad.append(self._density_score(x[k:], z, post.sum(0)) if post is not None
+                        else np.zeros(density.n_free))
+        if post is not None:
+            self._last = (loglik, post, logp)
         return -value, -np.concatenate(grad)
+
+    def _surrogate_scale(self, v: np.ndarray, md: MarginalData, m: int,
+                         counts: np.ndarray) -> np.ndarray:
+        """``1 / sqrt`` of the diagonal of EM's surrogate Hessian at the item parameters ``v``.
+
+        Forward differences of the surrogate's gradient (counts fixed: no E-step);
+        one block (all slopes, all intercepts, ...) at a time, since the
+        surrogate is separable over items. The density is held fixed.
+        """
+        density, self._density = self._density, Normal()
+        try:
+            g0 = self._objective(v, md, m, counts)[1]
+            h = np.empty(v.size)
+            for block in range(v.size // m):
+                step = np.zeros(v.size)
+                span = slice(block * m, (block + 1) * m)
+                step[span] = 1e-6 * np.maximum(1.0, np.abs(v[span]))
+                h[span] = ((self._objective(v + step, md, m, counts)[1] - g0)[span]
+                           / step[span])
+        finally:
+            self._density = density
+        ok = np.isfinite(h) & (h > 0)
+        top = np.max(h[ok]) if ok.any() else 1.0
+        return 1 / np.sqrt(np.where(ok, np.maximum(h, 1e-6 * top), top))
+
+    def _counts(self, x: np.ndarray, md: MarginalData, m: int) -> np.ndarray:
+        """Expected counts ``(M, Q, 2)`` at ``x`` (the E-step)."""
+        self._objective(x, md, m)
+        post = self._last[1]
+        return np.stack([I.T @ post for I in md.ind], axis=2)
+
+    def _scale(self, x: np.ndarray, md: MarginalData, m: int) -> np.ndarray:
+        """L-BFGS's scale at ``x``: the surrogate's, and 1 for the density's parameters."""
+        n_item = x.size - self._density.n_free
+        scale = np.ones(x.size)
+        scale[:n_item] = self._surrogate_scale(x[:n_item], md, m, self._counts(x, md, m))
+        return scale
+
+    def _other_starts(self, sub: ResponseData, m: int) -> list[np.ndarray]:
+        """The multi-start's other starting points: free floors at ``{0, .25}`` x free upper
+        asymptotes at ``{.85, 1}`` (a fixed design: deterministic), slopes 1."""
+        floors = [None] if self.guessing is not None else [0.0, 0.25]
+        tops = [None] if self.upper is not None else [0.85, 1.0]
+        lo, hi = self.slope_bounds if self.slope_bounds is not None else (-np.inf, np.inf)
+        slope = float(np.clip(1.0, max(lo, 1e-3), hi))
+        return [self._start(sub, m, c, u, slope)[0] for c in floors for u in tops]
+
+    def _race(self, fun, starts: list[np.ndarray], md: MarginalData, m: int,
+              bounds: tuple[np.ndarray, np.ndarray], check) -> tuple[np.ndarray, int]:
+        """The multi-start: climb from every start for a short budget, then on to convergence
+        from the first start (the single start's path) and from the two highest others;
+        return the highest point reached and the iterations spent.
+
+        The first start always runs to the end, so the multi-start never ends below
+        the single start. Each climb is L-BFGS-B on parameters scaled by the
+        complete-data information's diagonal at its start. A start whose slope runs
+        away (``check`` raises) is dropped unless it was above every finite optimum
+        when it did (then the error stands: the likelihood's supremum is there).
+        """
+        from scipy.optimize import minimize
+
+        def climb(x0: np.ndarray, budget: int) -> tuple[np.ndarray, float, int, Exception | None]:
+            sc = self._scale(x0, md, m)
+            last = [x0]
+
+            def each(y: np.ndarray) -> None:
+                last[0] = y * sc
+                if check is not None:
+                    check(y * sc)
+
+            try:
+                res = minimize(lambda y: (lambda v, g: (v, g * sc))(*fun(y * sc)), x0 / sc,
+                               jac=True, method="L-BFGS-B", callback=each,
+                               bounds=list(zip(bounds[0] / sc, bounds[1] / sc)),
+                               options={"maxiter": budget, "maxfun": 4 * budget,
+                                        "gtol": self.tol, "ftol": 1e-15, "maxcor": 30})
+            except ConvergenceError as exc:
+                return last[0], -fun(last[0])[0], budget, exc
+            x = np.clip(res.x * sc, bounds[0], bounds[1])
+            return x, -fun(x)[0], int(res.nit), None
+
+        def stationary(x: np.ndarray) -> bool:
+            g = fun(x)[1]
+            out = ((x <= bounds[0]) & (g > 0)) | ((x >= bounds[1]) & (g < 0))
+            return bool(np.max(np.abs(np.where(out, 0.0, g))) <= 1e2 * self.tol)
+
+        def finish(x: np.ndarray, value: float, best: float | None):
+            """Climb in chunks of 200 (each rescaled) until stationary; give up on a start
+            whose last chunk's gain, five times over, would not lift it above ``best``."""
+            spent = 0
+            while spent < self.max_iter:
+                x1, v1, nit, err = climb(x, min(200, self.max_iter - spent))
+                spent += nit
+                if err is not None:
+                    return x1, v1, spent, err
+                gain, x, value = v1 - value, x1, max(v1, value)
+                if (nit < 200 and stationary(x)) or gain <= 0:
+                    break
+                if best is not None and value + 5 * gain < best + 1e-6 * md.codes.shape[0]:
+                    break
+            return x, value, spent, None
+
+        spent, runs = 0, []
+        for k, x0 in enumerate(starts):
+            x, value, nit, err = climb(x0, 60)
+            spent += nit
+            runs.append((value, k, x, err))
+        failed = [r for r in runs if r[3] is not None]
+        live = [r for r in runs if r[3] is None]
+        finalists = [r for r in live if r[1] == 0] + sorted(
+            (r for r in live if r[1] != 0), key=lambda r: -r[0])[:2]
+        best = None
+        for value, k, x, _ in finalists:
+            x, value, nit, err = finish(x, value, None if best is None else best[0])
+            spent += nit
+            if err is not None:
+                failed.append((value, k, x, err))
+            elif best is None or value > best[0]:
+                best = (value, x)
+        top_failed = max(failed, key=lambda r: r[0], default=None)
+        if top_failed is not None and (best is None or top_failed[0] > best[0]):
+            raise top_failed[3]
+        return best[1], spent
 
     def _density_score(self, params: np.ndarray, z: np.ndarray, counts: np.ndarray):
         saved = self._density.params
@@ -250,18 +405,29 @@ class ThreePL(IRTEstimator):
         finally:
             self._density.params = saved
 
-    def _start(self, sub: ResponseData, m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Starting point and box bounds: asymptotes at their prior modes (else 0.2 / 0.95)."""
-        def mode(fixed, prior, default):
+    def _start(self, sub: ResponseData, m: int, floor: float | None = None,
+               top: float | None = None, slope: float = 1.0
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Starting point and box bounds: asymptotes at their prior modes (else 0.2 / 0.95),
+        or at ``floor`` / ``top`` where free; slopes ``slope``; intercepts from each
+        item's share of right answers."""
+        def mode(fixed, prior, default, given):
             if fixed is not None:
                 return float(fixed)
+            if given is not None:
+                return given if self._boxed(prior) else float(np.clip(given, 0.02, 0.98))
             return (prior[0] - 1) / max(sum(prior) - 2, 1) if prior is not None else default
-        c0 = mode(self.guessing, self.guessing_prior, 0.2)
-        u0 = mode(self.upper, self.upper_prior, 0.95)
+        c0 = mode(self.guessing, self.guessing_prior, 0.2, floor)
+        u0 = mode(self.upper, self.upper_prior, 0.95, top)
         share = ((sub.values * sub.observed).sum(0) + 0.5) / (sub.observed.sum(0) + 1.0)
         inside = np.clip((share - c0) / (u0 - c0), 0.02, 0.98)
-        x0 = [np.full(m, 0.0 if self.slope_prior else 1.0), np.log(inside / (1 - inside))]
+        x0 = [np.full(m, np.log(slope) if self.slope_prior else slope),
+              np.log(inside / (1 - inside))]
         lower, upper = [np.full(2 * m, -np.inf)], [np.full(2 * m, np.inf)]
+        if self.slope_bounds is not None:       # a box on the slopes (as mirt's [0.1, 5])
+            lo, hi = (np.log(v) if self.slope_prior else v for v in self.slope_bounds)
+            lower[0][:m], upper[0][:m] = lo, hi
+            x0[0] = np.clip(x0[0], lo, hi)
         for fixed, v0, prior in ((self.guessing, c0, self.guessing_prior),
                                  (self.upper, u0, self.upper_prior)):
             if fixed is None:
@@ -285,11 +451,13 @@ class ThreePL(IRTEstimator):
         md.logw = self._density.log_weights(md.z)
         what = f"{self.model_name} mml"
         x, lower, upper = self._start(sub, m)
-        check = None if self.slope_prior else lambda x: check_slopes(
+        limit = 2 / (md.z[1] - md.z[0])
+        boxed = self.slope_bounds is not None and max(map(abs, self.slope_bounds)) <= limit
+        check = None if self.slope_prior or boxed else lambda x: check_slopes(
             x[:m], x[m:2 * m], what=what, item_names=tuple(sub.item_names),
-            limit=2 / (md.z[1] - md.z[0]), solver="L-BFGS-B")
+            limit=limit, solver="L-BFGS-B")
         fun = lambda v: self._objective(v, md, m)  # noqa: E731
-        n_iter, em_steps = 0, 0
+        n_iter, em_steps, notes = 0, 0, []
         if self._density.n_free:
             # Davidian: the likelihood is flat at P = 1 (a stationary point by symmetry) and
             # multimodal in the coefficients; start the items at the normal fit and the
@@ -326,10 +494,14 @@ class ThreePL(IRTEstimator):
                 raise ConvergenceError(f"{what}: the histogram's EM did not settle in "
                                        f"{self.max_iter} steps; raise max_iter",
                                        solver="em", status="max_iter")
+        se_params = self.max_se_params if self.standard_errors else -1
+        if not (self._density.n_free or isinstance(self._density, Histogram)):
+            starts = [x] + (self._other_starts(sub, m) if self.multistart else [])
+            x, n_race = self._race(fun, starts, md, m, (lower, upper), check)
+            n_iter += n_race
         out = maximise(fun, x, tol=self.tol, max_iter=self.max_iter, what=what,
-                       verbose=self.verbose,
-                       max_se_params=self.max_se_params if self.standard_errors else -1,
-                       check=check, bounds=(lower, upper))
+                       verbose=self.verbose, max_se_params=se_params, check=check,
+                       bounds=(lower, upper))
         x = out["x"]
         self._objective(x, md, m)
         loglik, post, logp = self._last
@@ -341,7 +513,6 @@ class ThreePL(IRTEstimator):
         c, u, _ = self._asymptotes(x, m)
         b = -d / a
         se = np.full((m, 4), np.nan)
-        notes = []
         if out["cov"] is not None:
             scale = np.concatenate([da, np.ones(x.size - m)])     # covariance of (a, d, ...)
             V = out["cov"] * scale[:, None] * scale[None, :]

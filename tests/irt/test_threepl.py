@@ -199,9 +199,9 @@ def test_pure_ml_runaway_slope_is_named_while_iterating_not_after(guessing):
     seen = []
 
     class Watched(ThreePL):
-        def _objective(self, x, md, n_items):
+        def _objective(self, x, md, n_items, counts=None):
             seen.append(float(np.abs(x[:n_items]).max()))
-            return super()._objective(x, md, n_items)
+            return super()._objective(x, md, n_items, counts)
 
     with pytest.raises(ConvergenceError, match="slope MLE does not exist for 1 item: item0"):
         Watched(guessing=guessing, slope_prior=0).fit(_guttman(60, 20, seed=0))

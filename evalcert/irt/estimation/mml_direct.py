@@ -238,7 +238,8 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
              tol: float, max_iter: int, what: str, max_se_params: int = 400,
              verbose: bool = False,
              check: Callable[[np.ndarray], None] | None = None,
-             bounds: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
+             bounds: tuple[np.ndarray, np.ndarray] | None = None,
+             scale: np.ndarray | None = None) -> dict:
     """Minimise ``fun(x) -> (value, gradient)`` by L-BFGS; certify and estimate the covariance.
 
     Returns ``x``, ``n_iter``, ``gradient`` (max abs at ``x``), ``cov`` (inverse
@@ -251,6 +252,9 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
     ``bounds = (lower, upper)`` (arrays, +-inf where free) box the parameters
     (L-BFGS-B): a coordinate at its bound whose gradient pushes outwards counts
     as stationary, and is held fixed in the covariance (its row and column NaN).
+    ``scale`` (positive, one per parameter; e.g. ``1 / sqrt`` of the diagonal of
+    the information) preconditions L-BFGS-B: it works on ``x / scale``, which
+    keeps box bounds boxes; the result, gradient and covariance are in ``x``.
 
     Raises
     ------
@@ -269,19 +273,44 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
     from scipy.optimize import minimize
 
     bar = progress_bar(verbose, max_iter, what, leave=True)
+    sc = np.ones_like(x0) if scale is None else np.asarray(scale, float)
 
-    def each_iterate(xk: np.ndarray) -> None:
+    def each_iterate(yk: np.ndarray) -> None:
         bar.update(1)
         if check is not None:
-            check(xk)
+            check(yk * sc)
 
+    def scaled(y: np.ndarray) -> tuple[float, np.ndarray]:
+        value, grad = fun(y * sc)
+        return value, grad * sc
+
+    box = None if bounds is None else list(zip(bounds[0] / sc, bounds[1] / sc))
+    y, nit, before = x0 / sc, 0, np.inf
     try:
-        res = minimize(fun, x0, jac=True, method="L-BFGS-B", callback=each_iterate,
-                       bounds=None if bounds is None else list(zip(*bounds)),
-                       options={"maxiter": max_iter, "maxfun": 4 * max_iter, "gtol": tol,
-                                "ftol": 1e-15, "maxcor": 30})
+        # L-BFGS-B stops "converged" on a step that gains nothing (relative reduction
+        # below ftol) or on a failed line search, which on ill-conditioned likelihoods
+        # (flat asymptote-slope ridges) happens far from stationarity; a restart with
+        # fresh curvature pairs goes on while it still gains
+        for _ in range(20):
+            res = minimize(scaled, y, jac=True, method="L-BFGS-B", callback=each_iterate,
+                           bounds=box, options={"maxiter": max_iter - nit,
+                                                "maxfun": 4 * max_iter, "gtol": tol,
+                                                "ftol": 1e-15, "maxcor": 30})
+            nit += int(res.nit)
+            stalled = ("REDUCTION" in str(res.message).upper()
+                       or "ABNORMAL" in str(res.message).upper())
+            if not stalled or nit >= max_iter or not res.fun < before:
+                break
+            y, before = res.x, res.fun
     finally:
         bar.close()
+    res.nit = nit
+    res.x = res.x * sc
+    if bounds is not None:          # undo the rounding of the scaled bounds
+        near = 1e-12 * np.maximum(1.0, np.abs(res.x))
+        res.x = np.where(np.abs(res.x - bounds[0]) <= near, bounds[0], res.x)
+        res.x = np.clip(np.where(np.abs(res.x - bounds[1]) <= near, bounds[1], res.x),
+                        bounds[0], bounds[1])
     value, g = fun(res.x)
     free = np.ones(g.size, bool)
     if bounds is not None:          # at a bound, pushed outwards: stationary (KKT)
