@@ -20,9 +20,18 @@ Issue 26 item 4. Runs, each in its own forked child, timed inside it (best of
   pure-ML 2PL fit (``slope_prior=0``: the same model as mirt's 2PL), by each
   library on its own fit.
 
-- ``4pl 3000x20``: simulated 4PL (floors U(0.1, 0.3), ceilings U(0.8, 0.97)),
-  evalcert's ``FourPL`` with its Beta priors and pure ML, and mirt's ``4PL``:
-  log-likelihood and mean absolute errors of the floors and ceilings.
+- ``4pl 3000x20`` / ``3plu 3000x20``: simulated 4PL (floors U(0.1, 0.3), ceilings
+  U(0.8, 0.97)). evalcert's ``FourPL`` with its Beta priors; pure ML in mirt's box
+  (no priors, slopes in [0.1, 5] as mirt's EM; its other boxes, c <= 0.5 and
+  u >= 0.5, stay inactive here), with the multi-start and from one start; the
+  3PLu (floors fixed at 0) the same way; mirt's ``4PL`` (guessing fixed at 0 for
+  the 3PLu) at its defaults (21 nodes, tol 1e-4) and tight (61 nodes, tol 1e-7).
+  Every point is also scored on evalcert's pure-ML objective (one yardstick: a
+  higher value there is a higher optimum of the same likelihood), with the
+  largest parameter difference from mirt's tight fit and the recovery of the
+  simulated floors and ceilings. "vs mirt CPU" divides by mirt's default run.
+  Runner names: "ML" = pure ML in mirt's box, "1 start" = without the
+  multi-start, "mirt ... tol" = mirt with 61 nodes and tol 1e-7.
 
 - ``density 2000x20 bimodal``: a 2PL whose abilities are a standardised mixture
   of N(-1.2, 0.5^2) and N(1.2, 0.5^2). evalcert's ``TwoPL(slope_prior=0,
@@ -35,8 +44,9 @@ Issue 26 item 4. Runs, each in its own forked child, timed inside it (best of
   standardisation. Columns: CPU seconds, ratio to mirt's CPU (same density
   name), log-likelihood, density parameters, BIC.
 
-Then the E-step of each (the GRM's, and the 2PL's on ChemBench) against one
-``exp`` and one ``log`` pass over its cells x nodes (``irt_kernels``).
+Then the E-step of each (the GRM's, and the 2PL's on ChemBench) and the 4PL's
+log-likelihood with its gradient against one ``exp`` and one ``log`` pass over
+its cells x nodes (``irt_kernels``).
 
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_irt_models.py [--peers DIR]``
 (mirt installed with ``pip install --target DIR --no-deps mirt``).
@@ -61,8 +71,9 @@ HEADERS = ["data", "runner", "seconds", "CPU s", "vs mirt", "loglik", "corr(a)",
            "peak RSS MiB", "status"]
 RXX_HEADERS = ["data", "runner", "seconds", "loglik", "marginal_rxx", "empirical_rxx",
                "empirical_rxx (posterior sd)", "status"]
-FOURPL_HEADERS = ["data", "runner", "seconds", "CPU s", "loglik", "MAE floor c",
-                  "MAE upper u", "status"]
+FOURPL_HEADERS = ["data", "runner", "seconds", "CPU s", "vs mirt CPU", "loglik",
+                  "loglik (evalcert objective)", "max|da| vs mirt tight", "max|db|", "max|dc|",
+                  "max|du|", "MAE floor c", "MAE upper u", "status"]
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "irt")
 
 
@@ -120,41 +131,115 @@ def simulate_4pl(n: int = 3000, m: int = 20, seed: int = 0):
 
 
 def fourpl_runners() -> dict:
-    """``(loglik, floors..., ceilings...)`` of 4PL fits: evalcert with its priors, pure ML, mirt."""
+    """``(loglik, a, b, c, u)`` of 4PL / 3PLu fits: evalcert with its priors, pure ML, mirt."""
+    pure = {"slope_prior": 0, "intercept_prior": 0, "guessing_prior": None,
+            "upper_prior": None, "slope_bounds": (0.1, 5.0)}
+
     def mine(**options):
         def run(Y):
             from evalcert.irt import FourPL
             est = FourPL(standard_errors=False, **options).fit(Y)
-            return np.concatenate([[est.loglik_], est.guessing_, est.upper_])
+            return np.concatenate([[est.loglik_], est.discriminations_, est.difficulties_,
+                                   est.guessing_, est.upper_])
         return run
 
-    def mirt_run(Y):
-        import mirt
-        res = mirt.fit_mirt(Y, model="4PL", compute_standard_errors=False)
-        co = res.coef()
-        return np.concatenate([[res.log_likelihood], co["guessing"].to_numpy(float),
-                               co["upper"].to_numpy(float)])
-    return {"evalcert FourPL (Beta priors)": mine(),
-            "evalcert FourPL pure ML": mine(guessing_prior=None, upper_prior=None),
-            "mirt (PyPI) 4PL": mirt_run}
+    def mirt_run(upper_only: bool, **options):
+        def run(Y):
+            import mirt
+            fixed = ({"start_values": {"guessing": np.zeros(Y.shape[1])},
+                      "fixed": {"guessing": True}} if upper_only else {})
+            res = mirt.fit_mirt(Y, model="4PL", compute_standard_errors=False, **fixed,
+                                **options)
+            co = res.coef()
+            return np.concatenate([[res.log_likelihood]] + [
+                co[k].to_numpy(float) for k in ("discrimination", "difficulty", "guessing",
+                                                "upper")])
+        return run
+    tight = {"n_quadpts": 61, "tol": 1e-7, "max_iter": 20000}
+    return {"4pl": {"evalcert 4PL Beta priors": mine(),
+                    "evalcert 4PL ML": mine(**pure),
+                    "evalcert 4PL ML 1 start": mine(multistart=False, **pure),
+                    "mirt 4PL": mirt_run(False),
+                    "mirt 4PL tol": mirt_run(False, **tight)},
+            "3plu": {"evalcert 3PLu ML": mine(guessing=0.0, **pure),
+                     "evalcert 3PLu ML 1 start": mine(guessing=0.0, multistart=False, **pure),
+                     "mirt 3PLu": mirt_run(True), "mirt 3PLu tol": mirt_run(True, **tight)}}
+
+
+def pure_ml_loglik(Y: np.ndarray, a, b, c, u) -> float:
+    """The marginal log-likelihood of ``(a, b, c, u)`` on evalcert's objective (61-node grid)."""
+    from evalcert.irt import FourPL
+    from evalcert.irt.estimation.mml_direct import MarginalData
+    md = MarginalData(np.where(np.isnan(Y), -1, Y).astype(int), 2, 61)
+    est = FourPL(guessing_prior=None, upper_prior=None, slope_prior=0, intercept_prior=0)
+    est._objective(np.concatenate([a, -a * b, c, u]), md, Y.shape[1])
+    return float(est._last[0])
 
 
 def run_fourpl(args) -> list:
+    """Each fit's time, CPU over mirt's default run of the same model, its own log-likelihood,
+    its point's log-likelihood on evalcert's pure-ML objective (one yardstick for all), the
+    largest difference from mirt's tight fit per parameter, and the truth's recovery."""
     Y, c, u = simulate_4pl()
+    m = c.size
     rows = []
-    for name, run in fourpl_runners().items():
-        if args.skip_peers and not name.startswith("evalcert"):
-            continue
-        status, took, out, rss, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
-        if status == "ok":
-            m = c.size
-            rows.append(("4pl 3000x20", name, took, cpu, out[0],
-                         float(np.abs(out[1:m + 1] - c).mean()),
-                         float(np.abs(out[m + 1:] - u).mean()), status))
-        else:
-            rows.append(("4pl 3000x20", name, took, cpu, *[np.nan] * 3, status))
-        print(f"4pl {name:38s} {status}", file=sys.stderr, flush=True)
+    for model, runs in fourpl_runners().items():
+        done = {}
+        for name, run in runs.items():
+            if args.skip_peers and not name.startswith("evalcert"):
+                continue
+            status, took, out, _, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
+            done[name] = (status, took, out, cpu)
+            print(f"{model} {name:48s} {status}", file=sys.stderr, flush=True)
+        peer = [k for k in done if k.startswith("mirt") and "tol" not in k]
+        ref = [k for k in done if k.startswith("mirt") and "tol" in k]
+        peer_cpu = done[peer[0]][3] if peer and done[peer[0]][0] == "ok" else np.nan
+        ref_out = done[ref[0]][2] if ref and done[ref[0]][0] == "ok" else None
+        for name, (status, took, out, cpu) in done.items():
+            if status != "ok":
+                rows.append((f"{model} 3000x20", name, took, cpu, *[np.nan] * 9, status))
+                continue
+            a, b, cc, uu = out[1:].reshape(4, m)
+            diff = (np.abs(out[1:] - ref_out[1:]).reshape(4, m).max(1) if ref_out is not None
+                    else np.full(4, np.nan))
+            rows.append((f"{model} 3000x20", name, took, cpu, cpu / peer_cpu, out[0],
+                         pure_ml_loglik(Y, a, b, cc, uu), *diff,
+                         float(np.abs(cc - (0 if model == "3plu" else c)).mean()),
+                         float(np.abs(uu - u).mean()), status))
     return rows
+
+
+def fourpl_objective(Y: np.ndarray, n_quad: int = 61, repeat: int = 5) -> tuple:
+    """The 4PL fit's hot kernel: one marginal log-likelihood and exact gradient (E-step included)."""
+    from irt_kernels import best_of, floor_seconds
+
+    from evalcert.irt import FourPL
+    from evalcert.irt.estimation.mml_direct import MarginalData
+    md = MarginalData(np.where(np.isnan(Y), -1, Y).astype(int), 2, n_quad)
+    est = FourPL(guessing_prior=None, upper_prior=None, slope_prior=0, intercept_prior=0)
+    m = Y.shape[1]
+    x = np.concatenate([np.ones(m), np.zeros(m), np.full(m, 0.2), np.full(m, 0.9)])
+    took = best_of(lambda: est._objective(x, md, m), repeat)
+    cells = int((~np.isnan(Y)).sum()) * n_quad
+    return (f"4PL log-lik + gradient, {n_quad}-node grid", cells, took,
+            floor_seconds(cells, repeat))
+
+
+def record_mirt(args) -> None:
+    """Print mirt's tight 4PL and 3PLu fits of ``simulate_4pl(4000, 10, 1)`` as Python literals:
+    the reference numbers pinned in ``tests/irt/test_fourpl.py`` (run in a venv with mirt)."""
+    Y, *_ = simulate_4pl(4000, 10, 1)
+    runs = fourpl_runners()
+    for label, run in (("MIRT_4PL", runs["4pl"]["mirt 4PL tol"]),
+                       ("MIRT_3PLU", runs["3plu"]["mirt 3PLu tol"])):
+        status, _, out, _, _ = run_in_child(run, Y, 1, args.timeout, args.peers)
+        if status != "ok":
+            raise SystemExit(f"{label}: {status}")
+        print(f"{label}_LOGLIK = {float(out[0])!r}")
+        print(f"{label} = np.array([")
+        for row in out[1:].reshape(4, -1):
+            print("    [" + ", ".join(f"{v:.6f}" for v in row) + "],")
+        print("])  # a, b, c, u")
 
 
 DENSITY_HEADERS = ["data", "runner", "seconds", "CPU s", "vs mirt CPU", "loglik",
@@ -277,12 +362,22 @@ def main() -> None:
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--only", choices=["density", "4pl"], default=None,
                         help="run one section (the latent densities or the 4PL)")
+    parser.add_argument("--record-mirt", action="store_true",
+                        help="print mirt's 4PL/3PLu numbers pinned in tests/irt/test_fourpl.py")
     parser.add_argument("--data", default=ROOT, help="folder holding irt-on-bench/ (shared data)")
     args = parser.parse_args()
     warnings.simplefilter("ignore")
+    if args.record_mirt:
+        record_mirt(args)
+        return
     if args.only:
-        print(format_table(run_density(args), DENSITY_HEADERS) if args.only == "density"
-              else format_table(run_fourpl(args), FOURPL_HEADERS))
+        if args.only == "density":
+            print(format_table(run_density(args), DENSITY_HEADERS))
+            return
+        print(format_table(run_fourpl(args), FOURPL_HEADERS))
+        print()
+        print(format_table([kernel_row("4pl 3000x20", fourpl_objective(simulate_4pl()[0]))],
+                           KERNEL_HEADERS))
         return
     rows, kernels = [], []
     Y, a = simulate_grm()
@@ -304,6 +399,7 @@ def main() -> None:
     print()
     print(format_table(run_density(args), DENSITY_HEADERS))
     print()
+    kernels.append(kernel_row("4pl 3000x20", fourpl_objective(simulate_4pl()[0])))
     print(format_table(kernels, KERNEL_HEADERS))
 
 

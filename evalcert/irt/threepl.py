@@ -235,7 +235,7 @@ class ThreePL(IRTEstimator):
         k = 2 * m + m * ((self.guessing is None) + (self.upper is None))
         if density.n_free and counts is None:
             md.logw = density.log_weights(z, x[k:])
-        a, da, d, c, u, k, log_s, log_1s, log_p0, log_p1 = self._curves(x, m, z)
+        _, da, d, c, u, k, log_s, log_1s, log_p0, log_p1 = self._curves(x, m, z)
         _, _, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
         span = (u - c)[:, None]
         logp = np.stack([log_p0, log_p1], axis=2)
@@ -323,7 +323,7 @@ class ThreePL(IRTEstimator):
     def _race(self, fun, starts: list[np.ndarray], md: MarginalData, m: int,
               bounds: tuple[np.ndarray, np.ndarray], check) -> tuple[np.ndarray, int]:
         """The multi-start: climb from every start for a short budget, then on to convergence
-        from the first start (the single start's path) and from the two highest others;
+        from the first start (the single start's path) and from the highest other;
         return the highest point reached and the iterations spent.
 
         The first start always runs to the end, so the multi-start never ends below
@@ -343,8 +343,12 @@ class ThreePL(IRTEstimator):
                 if check is not None:
                     check(y * sc)
 
+            def scaled(y: np.ndarray) -> tuple[float, np.ndarray]:
+                value, grad = fun(y * sc)
+                return value, grad * sc
+
             try:
-                res = minimize(lambda y: (lambda v, g: (v, g * sc))(*fun(y * sc)), x0 / sc,
+                res = minimize(scaled, x0 / sc,
                                jac=True, method="L-BFGS-B", callback=each,
                                bounds=list(zip(bounds[0] / sc, bounds[1] / sc)),
                                options={"maxiter": budget, "maxfun": 4 * budget,
@@ -361,7 +365,7 @@ class ThreePL(IRTEstimator):
 
         def finish(x: np.ndarray, value: float, best: float | None):
             """Climb in chunks of 200 (each rescaled) until stationary; give up on a start
-            whose last chunk's gain, five times over, would not lift it above ``best``."""
+            whose last chunk's gain, three times over, would not lift it above ``best``."""
             spent = 0
             while spent < self.max_iter:
                 x1, v1, nit, err = climb(x, min(200, self.max_iter - spent))
@@ -371,19 +375,19 @@ class ThreePL(IRTEstimator):
                 gain, x, value = v1 - value, x1, max(v1, value)
                 if (nit < 200 and stationary(x)) or gain <= 0:
                     break
-                if best is not None and value + 5 * gain < best + 1e-6 * md.codes.shape[0]:
+                if best is not None and value + 3 * gain < best + 1e-6 * md.codes.shape[0]:
                     break
             return x, value, spent, None
 
         spent, runs = 0, []
         for k, x0 in enumerate(starts):
-            x, value, nit, err = climb(x0, 60)
+            x, value, nit, err = climb(x0, 40)
             spent += nit
             runs.append((value, k, x, err))
         failed = [r for r in runs if r[3] is not None]
         live = [r for r in runs if r[3] is None]
         finalists = [r for r in live if r[1] == 0] + sorted(
-            (r for r in live if r[1] != 0), key=lambda r: -r[0])[:2]
+            (r for r in live if r[1] != 0), key=lambda r: -r[0])[:1]
         best = None
         for value, k, x, _ in finalists:
             x, value, nit, err = finish(x, value, None if best is None else best[0])
