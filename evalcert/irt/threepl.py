@@ -86,6 +86,12 @@ class ThreePL(IRTEstimator):
     max_se_params : int
         Skip the numerical Hessian (and SEs) above this many item parameters.
     tol, max_iter, verbose, seed : gradient tolerance, L-BFGS budget, progress bar, unused seed.
+    multistart : bool
+        With estimated floors (or upper asymptotes), climb from several fixed
+        starts and keep the highest optimum (:meth:`_race`; deterministic, never
+        below the single start); ``False`` = the default start only.
+    slope_bounds : (low, high) or None
+        Box the slopes (e.g. ``(0.1, 5)``, mirt's EM bounds); ``None`` = free.
 
     Attributes
     ----------
@@ -136,6 +142,7 @@ class ThreePL(IRTEstimator):
         self.upper: float | None = 1.0
         self.upper_prior: tuple[float, float] | None = None
         self._density: LatentDensity = Normal()
+        self._race_notes: list[str] = []
 
     def _check(self) -> None:
         if self.guessing is not None and not 0 <= self.guessing < 1:
@@ -399,6 +406,10 @@ class ThreePL(IRTEstimator):
         top_failed = max(failed, key=lambda r: r[0], default=None)
         if top_failed is not None and (best is None or top_failed[0] > best[0]):
             raise top_failed[3]
+        if failed:
+            self._race_notes.append(
+                f"{len(failed)} of {len(starts)} starts were dropped, their slopes running "
+                f"away below the optimum kept (e.g. {str(failed[0][3]).split(': ', 1)[-1][:120]})")
         return best[1], spent
 
     def _density_score(self, params: np.ndarray, z: np.ndarray, counts: np.ndarray):
@@ -501,6 +512,7 @@ class ThreePL(IRTEstimator):
         se_params = self.max_se_params if self.standard_errors else -1
         if not (self._density.n_free or isinstance(self._density, Histogram)):
             starts = [x] + (self._other_starts(sub, m) if self.multistart else [])
+            self._race_notes = notes
             x, n_race = self._race(fun, starts, md, m, (lower, upper), check)
             n_iter += n_race
         out = maximise(fun, x, tol=self.tol, max_iter=self.max_iter, what=what,
