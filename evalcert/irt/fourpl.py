@@ -30,7 +30,7 @@ exactly (as mirt's bounded optimiser does) instead of crawling along a
 flat logit; such estimates have NaN standard errors (held at the bound).
 Pure ML is often multimodal in the asymptotes (an item fits about as well with
 a low ceiling and a steep slope as with ``u = 1`` and a shallow one), so the fit
-is a deterministic multi-start (``multistart=True``, see
+is a deterministic multi-start (by default when an asymptote has no prior; see
 :meth:`~.threepl.ThreePL._race`): the default start and floors ``{0, .25}`` x
 ceilings ``{.85, 1}`` race 40 L-BFGS-B steps, the default and the best other
 climb on, the higher optimum wins (never below the single start). On a
@@ -105,7 +105,7 @@ class FourPL(ThreePL):
                  slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
                  n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
                  max_iter: int = 2000, verbose: bool = False, standard_errors: bool = True,
-                 seed: int = 0, density: str = "normal", multistart: bool = True,
+                 seed: int = 0, density: str = "normal", multistart: bool | None = None,
                  slope_bounds: tuple[float, float] | None = None):
         super().__init__(method, guessing=guessing, guessing_prior=guessing_prior,
                          slope_prior=slope_prior, intercept_prior=intercept_prior,
@@ -158,7 +158,7 @@ class ThreePLu(FourPL):
                  slope_prior: float = SLOPE_PRIOR, intercept_prior: float = 0.01,
                  n_quad: int = 61, max_se_params: int = 400, tol: float = 1e-5,
                  max_iter: int = 2000, verbose: bool = False, standard_errors: bool = True,
-                 seed: int = 0, density: str = "normal", multistart: bool = True,
+                 seed: int = 0, density: str = "normal", multistart: bool | None = None,
                  slope_bounds: tuple[float, float] | None = None):
         super().__init__(method, guessing=0.0, upper=upper, upper_prior=upper_prior,
                          slope_prior=slope_prior, intercept_prior=intercept_prior,
