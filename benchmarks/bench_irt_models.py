@@ -46,7 +46,10 @@ Issue 26 item 4. Runs, each in its own forked child, timed inside it (best of
 
 Then the E-step of each (the GRM's, and the 2PL's on ChemBench) and the 4PL's
 log-likelihood with its gradient against one ``exp`` and one ``log`` pass over
-its cells x nodes (``irt_kernels``).
+its cells x nodes (``irt_kernels``). The 4PL's kernel on complete binary data
+takes its ``exp`` over models x nodes and items x nodes and sums the cells by
+two matrix products, so it runs below that "floor" (measured 0.33x at 3000 x
+20): there the floor is a yardstick, not a bound.
 
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_irt_models.py [--peers DIR]``
 (mirt installed with ``pip install --target DIR --no-deps mirt``).
