@@ -94,10 +94,9 @@ def pack(a: np.ndarray, d: np.ndarray, slope_prior: float) -> np.ndarray:
 
 def _probabilities(a: np.ndarray, d: np.ndarray, z: np.ndarray):
     """``S = sigma(a z + d)`` (M, K-1, Q), category probabilities ``P`` (M, K, Q) and ``log P``."""
-    S = a[:, None, None] * z[None, None, :] + d[:, :, None]
-    np.negative(S, out=S)                   # sigma(eta) = 1 / (1 + e^-eta): 4x faster than
-    with np.errstate(over="ignore"):        # scipy's expit; e^-eta = inf gives 0
-        np.exp(S, out=S)
+    S = (-a)[:, None, None] * z[None, None, :] - d[:, :, None]       # -eta
+    with np.errstate(over="ignore"):        # sigma(eta) = 1 / (1 + e^-eta): 4x faster than
+        np.exp(S, out=S)                    # scipy's expit; e^-eta = inf gives 0
     S += 1.0
     np.reciprocal(S, out=S)
     m, k1, q = S.shape
@@ -111,7 +110,9 @@ def _probabilities(a: np.ndarray, d: np.ndarray, z: np.ndarray):
 
 def _criterion(r: np.ndarray, a, d, logP, slope_prior: float, tau: float) -> np.ndarray:
     """Each item's expected complete-data log-likelihood plus log-priors (M,)."""
-    value = (r * logP).sum(axis=(1, 2)) - 0.5 * tau * np.sum(d ** 2, axis=1)
+    m = r.shape[0]
+    value = np.einsum("ij,ij->i", r.reshape(m, -1), logP.reshape(m, -1))
+    value -= 0.5 * tau * np.sum(d ** 2, axis=1)
     if slope_prior > 0:
         value -= 0.5 * slope_prior * np.log(a) ** 2
     return value
@@ -178,9 +179,16 @@ def _m_step(r: np.ndarray, X: np.ndarray, z: np.ndarray, slope_prior: float, tau
     except np.linalg.LinAlgError:
         step = g / np.maximum(np.abs(np.diagonal(H, axis1=1, axis2=2)), 1e-8)
     step = np.clip(step, -3.0, 3.0)                 # at most e^3 per gap or slope per step
-    new = X.copy()
-    todo = np.arange(m)
-    for _ in range(12):                 # past 2^-11 of a step the item keeps its parameters
+    new = X + step                      # the full step for every item first: no copies of r
+    np.maximum(new[:, 2:], LOG_GAP_FLOOR, out=new[:, 2:])
+    at, dt, _ = _item_unpack(new, slope_prior)
+    with np.errstate(invalid="ignore"):
+        value = _criterion(r, at, dt, _probabilities(at, dt, z)[2], slope_prior, tau)
+        todo = np.flatnonzero(~(value >= old - 1e-10 * (1.0 + np.abs(old))))   # NaN: too
+    for _ in range(11):                 # past 2^-11 of a step the item keeps its parameters
+        if todo.size == 0:
+            break
+        step[todo] *= 0.5
         Xt = X[todo] + step[todo]
         np.maximum(Xt[:, 2:], LOG_GAP_FLOOR, out=Xt[:, 2:])
         at, dt, _ = _item_unpack(Xt, slope_prior)
@@ -191,9 +199,7 @@ def _m_step(r: np.ndarray, X: np.ndarray, z: np.ndarray, slope_prior: float, tau
                       >= old[todo[ok]] - 1e-10 * (1.0 + np.abs(old[todo[ok]])))
         new[todo[ok]] = Xt[ok]
         todo = todo[~ok]
-        if todo.size == 0:
-            break
-        step[todo] *= 0.5
+    new[todo] = X[todo]
     return new
 
 
