@@ -12,14 +12,20 @@ E-step
     non-zero per answered cell) and ``L`` the ``(items*K) x Q`` table of
     log-probabilities; the posteriors ``post_iq`` give the expected counts
     ``r_jkq = sum_i [y_ij = k] post_iq = (B^T post)_jk,q``. Cost: observed
-    cells x nodes, plus items x K x nodes for the table.
+    cells x nodes, plus items x K x nodes for the table. Only a window of nodes
+    is evaluated (:class:`GradedEStep`): each model's posterior is log-concave,
+    so nodes beyond the window's ends, where every model's posterior is below
+    ``e^LOG_NEGLIGIBLE`` of its peak and falling outward, hold less than 1e-16
+    of it; otherwise the window grows and the step is redone. With many items
+    per model (narrow posteriors) this skips a third to a half of the grid.
 M-step
     Each item's expected complete-data log-likelihood
     ``sum_qk r_jkq log P_jk(z_q)`` (plus log-priors) is raised by one
     Fisher-scoring step per EM iteration in the item's free parameters
-    ``(log a_j, d_j1, log gaps)`` (the thresholds stay ordered; a middle
-    category nobody used drives its gap to 0 geometrically, down to
-    ``e^LOG_GAP_FLOOR``). The step
+    ``(log a_j, d_j1, log gaps)`` (the thresholds stay ordered). A middle
+    category nobody used has its optimum at gap 0 whatever the other
+    parameters (its count is 0, its neighbours gain as it closes): its log gap
+    is set to ``LOG_GAP_FLOOR`` at the start and held there. The step
     uses the multinomial's expected information, which in the cumulative
     logits ``eta_k = a z + d_k`` is tridiagonal at each node
     (``I_kk = n W_k^2 (1/P_k + 1/P_{k-1})``, ``I_k,k+1 = -n W_k W_k+1 / P_k``,
@@ -33,8 +39,7 @@ The EM map is accelerated by Anderson mixing with a monotone safeguard
 (:func:`~.anderson.accelerated_em`) in the unconstrained parameters of
 :mod:`evalcert.irt.polytomous` (``log a`` or ``a``, ``d_j1``, log gaps), so an
 extrapolated point always has ordered thresholds; convergence is judged on
-the change of ``(a, d)`` (a gap heading to 0, for an unused middle category,
-converges there).
+the change of ``(a, d)``.
 """
 
 from __future__ import annotations
