@@ -258,7 +258,7 @@ def pspace_summary(n_items: int, decided: Sequence[Sequence[int]], threshold: An
     each of :data:`CLASSES` at ``threshold``, the prevalences ``Q_a`` where it can clear
     ``x`` (runs ``[first, last]``), and at most ``max_points`` of its points
     ``[Q_a, R_aa, R_bb, class]`` (evenly spaced in :func:`pspace_evaluations`' order,
-    first and last kept); and the prevalences where every grader can clear ``x`` (empty
+    first and last kept; ``max_points`` >= 2); and the prevalences where every grader can clear ``x`` (empty
     iff the M=1 alarm fires).
 
     Every point follows from ``n_items``, ``decided`` and ``threshold``
@@ -284,6 +284,7 @@ def pspace_summary(n_items: int, decided: Sequence[Sequence[int]], threshold: An
     names = list(graders) if graders is not None else [f"grader {k + 1}"
                                                         for k in range(len(decided))]
     x = as_threshold(threshold)
+    max_points = max(int(max_points), 2)                # both ends kept
     ranges = [_axiom_ranges(q, d, x) for d in decided]
     can = [hi >= least for _, hi, least in ranges]          # grader can clear x at Q_a
     shared = np.flatnonzero(np.logical_and.reduce(can))

@@ -77,6 +77,7 @@ class MinMaxCurve(ResultMixin):
         ('a', 325, '4/25', '1', [0, 81, 162, 243, 324], True)
         """
         out = []
+        max_points = max(int(max_points), 2)            # both extremes kept
         for l, label in enumerate(self.labels):
             defined = np.flatnonzero(self.label_denom[:, l] > 0)
             vals = self.label_values(l)[defined]

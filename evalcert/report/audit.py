@@ -136,24 +136,26 @@ def _pspace_section(report: Any) -> Section | None:
                                        pspace_size)
 
     q, labels, a = ps["n_items"], ps["labels"], ps["labels"][0]
-    rows = tuple((g["grader"], " / ".join(map(str, g["decided"])),
-                  *(g["stages"][st] for st in STAGES), *(g["classes"][c] for c in CLASSES),
+    stages = STAGES[1:]                 # "a priori" is the same for every grader: caption
+    rows = tuple((g["grader"], *g["decided"], *(g["stages"][st] for st in stages),
+                  *(g["classes"][c] for c in CLASSES),
                   ", ".join(f"{x}" if x == y else f"{x}-{y}" for x, y in g["clears_at"])
                   + (" ..." if g["clears_at_truncated"] else "") or "none")
                  for g in ps["graders"])
-    table = Table(("grader", f"decided {labels[0]} / {labels[1]}", *STAGES, *CLASSES,
-                   f"clears x at Q_{a}"), rows, id="pspace",
-                  caption="Per grader: the evaluations at each stage of Sec. II (a priori, "
-                          "with the decided counts' inequalities, with the M=1 axiom), and "
-                          f"the axiom-stage points by class at x = {ps['threshold']}")
+    table = Table(("grader", f"decided {labels[0]}", f"decided {labels[1]}", *stages,
+                   *CLASSES, f"clears x at Q_{a}"), rows, id="pspace",
+                  caption=f"Per grader: its evaluations once the decided counts' "
+                          "inequalities hold, then the M=1 axiom (a priori there are "
+                          f"{pspace_size(q):,} for every grader), and the axiom-stage points "
+                          f"by class at x = {ps['threshold']}")
     runs = ", ".join(f"{x}" if x == y else f"{x}-{y}" for x, y in ps["shared_prevalences"])
     sentence = (f"No prevalence Q_{a} lets every grader clear x = {ps['threshold']}: the M=1 "
                 "alarm fires." if ps["fires"] else
                 f"Every grader can clear x = {ps['threshold']} at Q_{a} in {runs}"
                 + (" ..." if ps["shared_truncated"] else "")
                 + f" ({ps['n_shared']} of {q + 1} prevalences, P_{a} from "
-                f"{Fraction(ps['shared_prevalences'][0][0], q)} to "
-                f"{Fraction(ps['shared_prevalences'][-1][1], q)}): the M=1 alarm is silent.")
+                f"{ps['shared_prevalences'][0][0] / q:.4g} to "
+                f"{ps['shared_prevalences'][-1][1] / q:.4g}): the M=1 alarm is silent.")
     shown = ps["graders"][:PSPACE_GRADERS]
     size = sum(g["stages"]["axioms"] for g in shown)
     blocks: list[Any] = [Text(sentence, "p")]
