@@ -34,17 +34,21 @@ import pandas as pd
 import evalcert.datasets
 from evalcert.cli import main
 
-here = os.getcwd()
-folder = Path(tempfile.mkdtemp())
-os.chdir(folder)
+folder = Path(tempfile.mkdtemp())          # the logs; each command runs in this folder
 shutil.copy(Path(evalcert.datasets.__file__).parent / "mtbench_table1.csv", folder)
 
 
 def run(command: str, keep: int = 40) -> int:
-    """``evalcert COMMAND``: print the command, then at most ``keep`` lines it wrote."""
+    """``evalcert COMMAND`` in ``folder``: print the command, then at most ``keep`` lines
+    it wrote."""
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = main(shlex.split(command))
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(shlex.split(command))
+    finally:
+        os.chdir(here)
     print("\n    ".join(textwrap.wrap(f"$ evalcert {command}", 96, break_on_hyphens=False)))
     lines = out.getvalue().splitlines() + [f"! {line}" for line in err.getvalue().splitlines()]
     for line in lines[:keep]:                   # the page shows 100 characters a line
@@ -71,7 +75,7 @@ from evalcert.logic.simulate import simulate_log
 panel, truth = simulate_log(200, 3, 4, seed=3, acc_low=0.7, acc_high=0.9)
 broken = pd.DataFrame({"item": [f"q{k}" for k in range(200)], "grader": "always_l0",
                        "label": "l0"})
-pd.concat([panel, broken]).to_csv("panel.csv", index=False)
+pd.concat([panel, broken]).to_csv(folder / "panel.csv", index=False)
 _ = run("audit panel.csv --judges", keep=14)
 
 # %%
@@ -108,7 +112,7 @@ true_score = rng.integers(1, 6, 80)
 rows = [(f"q{k}", f"rubric{j}", int(np.clip(t + rng.integers(-1, 2) * (rng.random() < 0.5),
                                             1, 5)))
         for j in range(3) for k, t in enumerate(true_score)]
-pd.DataFrame(rows, columns=["item", "grader", "label"]).to_csv("scores.csv", index=False)
+pd.DataFrame(rows, columns=["item", "grader", "label"]).to_csv(folder / "scores.csv", index=False)
 _ = run("audit scores.csv --labels 1,2,3,4,5", keep=2)
 _ = run("audit scores.csv --labels 1,2,3,4,5 --tolerance 1 --no-progress", keep=2)
 _ = run("audit scores.csv --labels 1,2,3,4,5 --bands 1-2,3,4-5 --no-progress", keep=2)
@@ -120,7 +124,7 @@ _ = run("audit scores.csv --labels 1,2,3,4,5 --bands 1-2,3,4-5 --no-progress", k
 # ``--swapped`` the two presentations are two unrelated items where ``a`` means opposite
 # answers; with it they are one item judged by ``<judge>/ab`` and ``<judge>/ba``, and the
 # judge's consistency under the swap is reported (position bias shows as a low value).
-table = pd.read_csv("mtbench_table1.csv", dtype=str)
+table = pd.read_csv(folder / "mtbench_table1.csv", dtype=str)
 flip = {"a": "b", "b": "a", "tie": "tie"}
 pairs = []
 for k, row in table.iterrows():
@@ -129,7 +133,7 @@ for k, row in table.iterrows():
     swapped = "a" if k % 4 == 0 else flip[said]         # every 4th: the first answer wins
     pairs.append((q, y, x, {"a": "model_a", "b": "model_b"}.get(swapped, "tie"), "gpt4"))
 pd.DataFrame(pairs, columns=["question_id", "model_a", "model_b", "winner", "judge"]
-             ).to_csv("pairs.csv", index=False)
+             ).to_csv(folder / "pairs.csv", index=False)
 _ = run("audit pairs.csv --swapped --labels a,b,tie", keep=10)
 
 # %%
@@ -139,7 +143,7 @@ _ = run("audit pairs.csv --swapped --labels a,b,tie", keep=10)
 # audit that runs out of time prints the proven bounds ``T in [lo, hi]`` found so far
 # instead of nothing (here a six-judge log of 2,000 items; it may also finish in time).
 big, _ = simulate_log(2000, 3, 6, seed=11)
-big.to_csv("big.csv", index=False)
+big.to_csv(folder / "big.csv", index=False)
 _ = run("audit big.csv --m full --time-limit 2 --no-progress", keep=4)
 
 # %%
@@ -152,10 +156,10 @@ _ = run("audit big.csv --m full --time-limit 2 --no-progress", keep=4)
 # ``pspace``: stage sizes and point classes per grader, at most 200 listed points). The
 # summary says what each shows.
 binary, _ = simulate_log(60, 2, 3, seed=2, acc_low=0.75, acc_high=0.95)
-binary.to_csv("binary.csv", index=False)
+binary.to_csv(folder / "binary.csv", index=False)
 _ = run("audit binary.csv --labels l0,l1 --threshold 0.6 --plot-per-label --pspace "
         "--json audit.json --html audit.html", keep=30)
-data = json.loads(Path("audit.json").read_text())
+data = json.loads((folder / "audit.json").read_text())
 for curve in data["label_curves"]:
     print(f"label {curve['label']}: {curve['n_keys']} keys, {curve['min']} to "
           f"{curve['max']}, {len(curve['values'])} points")
@@ -198,14 +202,13 @@ votes = [(82, "gpt-4", "claude-v1", "model_b", "expert_0"),
          (85, "gpt-4", "vicuna-13b", "model_a", "expert_2"),
          (85, "gpt-4", "vicuna-13b", "model_a", "expert_3"),
          (85, "gpt-4", "vicuna-13b", "tie", "author_0")]
-with open("human.jsonl", "w") as fh:
+with open(folder / "human.jsonl", "w") as fh:
     for q, x, y, winner, judge in votes:
         fh.write(json.dumps({"question_id": q, "model_a": x, "model_b": y, "winner": winner,
                              "judge": judge, "turn": 1}) + "\n")
 _ = run("convert human.jsonl --format mtbench-human --out key.csv")
-print(Path("key.csv").read_text())
+print((folder / "key.csv").read_text())
 
-os.chdir(here)
 
 # %%
 # The same commands in a shell

@@ -115,7 +115,7 @@ class AuditReport(PageMixin, ResultMixin):
     label_curves : list of dict or None
         Fig. 8 as numbers (``--plot-per-label``): per label the sorted exact values of the
         keys with items of it, thinned to :data:`LABEL_POINTS`
-        (:meth:`~evalcert.logic.result.MinMaxCurve.label_curves`).
+        (:meth:`~evalcert.logic.MinMaxCurve.label_curves`).
     pspace : dict or None
         Fig. 2 as numbers (``--pspace``): stage sizes, class counts and a bounded sample of
         each grader's points (:func:`~evalcert.logic.pspace.pspace_summary`).
