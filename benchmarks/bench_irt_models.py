@@ -76,7 +76,7 @@ RXX_HEADERS = ["data", "runner", "seconds", "loglik", "marginal_rxx", "empirical
                "empirical_rxx (posterior sd)", "status"]
 FOURPL_HEADERS = ["data", "runner", "seconds", "CPU s", "vs mirt CPU", "loglik",
                   "loglik (evalcert objective)", "max|da| vs mirt tight", "max|db|", "max|dc|",
-                  "max|du|", "MAE floor c", "MAE upper u", "status"]
+                  "max|du|", "MAE floor c", "MAE upper u", "peak RSS MiB", "status"]
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "irt")
 
 
@@ -191,16 +191,16 @@ def run_fourpl(args) -> list:
         for name, run in runs.items():
             if args.skip_peers and not name.startswith("evalcert"):
                 continue
-            status, took, out, _, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
-            done[name] = (status, took, out, cpu)
+            status, took, out, rss, cpu = run_in_child(run, Y, 1, args.timeout, args.peers)
+            done[name] = (status, took, out, cpu, rss)
             print(f"{model} {name:48s} {status}", file=sys.stderr, flush=True)
         peer = [k for k in done if k.startswith("mirt") and "tol" not in k]
         ref = [k for k in done if k.startswith("mirt") and "tol" in k]
         peer_cpu = done[peer[0]][3] if peer and done[peer[0]][0] == "ok" else np.nan
         ref_out = done[ref[0]][2] if ref and done[ref[0]][0] == "ok" else None
-        for name, (status, took, out, cpu) in done.items():
+        for name, (status, took, out, cpu, rss) in done.items():
             if status != "ok":
-                rows.append((f"{model} 3000x20", name, took, cpu, *[np.nan] * 9, status))
+                rows.append((f"{model} 3000x20", name, took, cpu, *[np.nan] * 10, status))
                 continue
             a, b, cc, uu = out[1:].reshape(4, m)
             diff = (np.abs(out[1:] - ref_out[1:]).reshape(4, m).max(1) if ref_out is not None
@@ -208,7 +208,7 @@ def run_fourpl(args) -> list:
             rows.append((f"{model} 3000x20", name, took, cpu, cpu / peer_cpu, out[0],
                          pure_ml_loglik(Y, a, b, cc, uu), *diff,
                          float(np.abs(cc - (0 if model == "3plu" else c)).mean()),
-                         float(np.abs(uu - u).mean()), status))
+                         float(np.abs(uu - u).mean()), rss, status))
     return rows
 
 
