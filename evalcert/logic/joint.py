@@ -40,6 +40,7 @@ import numpy as np
 from evalcert.errors import InputError
 from evalcert.logic.alarms import alarm_threshold, attaining_keys
 from evalcert.logic.exact import _left, exact_alarm
+from evalcert.logic.missing import SkipKeySearch
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.splits import (JointModel, _joint_builder, _joint_value, improve_split,
@@ -147,5 +148,5 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
                        solver=solver, candidates=cands, n_keys=qcomplex_size(n, r, lo, hi),
                        max_checks=max_checks, max_binding_keys=max_binding_keys,
                        verbose=verbose, describe=describe, improve=improve, start=start,
-                       progress=progress,
-                       time_limit=_left(time_limit, t_start))
+                       progress=progress, time_limit=_left(time_limit, t_start),
+                       **({} if dec.complete else {"key_search": SkipKeySearch}))
