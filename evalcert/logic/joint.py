@@ -22,7 +22,8 @@ every item, so the guarantee is the same statement, per grader, on its own items
 ``T`` is found by :func:`evalcert.logic.exact.exact_alarm` (shared with M=2): the model is
 copied once into HiGHS, the answer keys its LP relaxation allows just above the best known
 point are listed, and each is decided by a fixed-key MILP (:class:`evalcert.logic.search.
-KeySearch`); with ``solver="cbc"`` by the level search over the whole Q-complex. The start
+KeySearch`; with skipped items :class:`evalcert.logic.missing.SkipKeySearch`, whose fixed-key
+MILPs state each free denominator in value form); with ``solver="cbc"`` by the level search over the whole Q-complex. The start
 point is the LP relaxation's point rounded to an exact key and improved by a local search
 (:func:`joint_start`). The witness of every feasible answer is re-checked in integer
 arithmetic. Dawid & Skene's 45
