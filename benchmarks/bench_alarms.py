@@ -187,7 +187,12 @@ def issue25(limit: float) -> None:
     and binding pairs included) with ``time_limit=limit`` (a stopped run prints the proven
     bounds ``[lo, hi]`` and does not meet its target). One simulated log with correlated
     judges per case; ``ratio`` = target / measured (> 1 meets the target); the reference
-    is the previous session's wall on the same case (issue 25's text)."""
+    is the previous session's wall on the same case (issue 25's text). Each ``keep`` case
+    (skipped decisions kept; :class:`~evalcert.logic.missing.SkipKeySearch`) is followed by
+    the same log with ``drop`` (only the items every judge decided) as the in-process
+    reference; ``peak RSS`` is the process's peak so far."""
+    from evalcert.logic.summaries import Decisions
+
     cases = [  # (case, Q, R, N, items with skips, M, target CPU-s, before)
         ("keep Q=1000 N=5 10% skips", 1000, 3, 5, 0.10, "full", 30, "no answer in 600 s"),
         ("keep Q=1000 N=5 30% skips", 1000, 3, 5, 0.30, "full", 30, "minutes"),

@@ -59,11 +59,12 @@ class SkipKeySearch(KeySearch):
     False
     """
 
+    _active = False  # value-form rows in force (they hold at one key only)
+
     def __init__(self, *args: Any, **kwargs: Any):
-        super().__init__(*args, **kwargs)
         #: per free denominator column: (binary columns, rows one / den / level)
         self._pool: dict[int, tuple[list[int], tuple[int, int, int]]] = {}
-        self._active = False
+        super().__init__(*args, **kwargs)
 
     def _rows(self, mm: int, d_col: int) -> tuple[list[int], tuple[int, int, int]]:
         if d_col not in self._pool:
