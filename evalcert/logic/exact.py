@@ -171,7 +171,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
                 start: tuple[Fraction, tuple[int, ...], Any] | None = None,
                 improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
                 search: str = "keys", max_keys: int = 2000, progress: bool = False,
-                time_limit: float | None = None) -> AlarmResult:
+                time_limit: float | None = None, key_search: type[KeySearch] = KeySearch
+                ) -> AlarmResult:
     """Alarm from a model builder: exact ``T``, attaining keys and binding (grader, label)
     pairs by fixed-key ILPs, every feasible point re-checked.
 
@@ -190,7 +191,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     ``time_limit`` (seconds, key search only): past it the search stops and the result
     carries the proven bounds (``T`` the best re-checked point, ``T_upper`` the lowest
     level known unattainable or the upper bound given; no attaining-key list, no binding
-    pairs) instead of raising. ``improve(values)`` may turn a solver's point into a better consistent
+    pairs) instead of raising. ``key_search``: the :class:`KeySearch` class (the full joint
+    with skipped items passes :class:`~evalcert.logic.missing.SkipKeySearch`). ``improve(values)`` may turn a solver's point into a better consistent
     point ``(value, key, point)`` (a local search), re-checked exactly by the caller.
 
     Examples
@@ -251,7 +253,7 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     finder, kspec = None, None
     if search == "keys" and solver == "highs":
         kspec = build(None)
-        finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
+        finder = key_search(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
         bar = progress_bar(progress or verbose, desc=method, unit="key",
                            delay=0.0 if verbose else DELAY)
         state = {"lo": attained, "hi": upper, "keys": 0}

@@ -22,7 +22,8 @@ every item, so the guarantee is the same statement, per grader, on its own items
 ``T`` is found by :func:`evalcert.logic.exact.exact_alarm` (shared with M=2): the model is
 copied once into HiGHS, the answer keys its LP relaxation allows just above the best known
 point are listed, and each is decided by a fixed-key MILP (:class:`evalcert.logic.search.
-KeySearch`); with ``solver="cbc"`` by the level search over the whole Q-complex. The start
+KeySearch`; with skipped items :class:`evalcert.logic.missing.SkipKeySearch`, whose fixed-key
+MILPs state each free denominator in value form); with ``solver="cbc"`` by the level search over the whole Q-complex. The start
 point is the LP relaxation's point rounded to an exact key and improved by a local search
 (:func:`joint_start`). The witness of every feasible answer is re-checked in integer
 arithmetic. Dawid & Skene's 45
@@ -40,6 +41,7 @@ import numpy as np
 from evalcert.errors import InputError
 from evalcert.logic.alarms import alarm_threshold, attaining_keys
 from evalcert.logic.exact import _left, exact_alarm
+from evalcert.logic.missing import SkipKeySearch
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.result import AlarmResult
 from evalcert.logic.splits import (JointModel, _joint_builder, _joint_value, improve_split,
@@ -147,5 +149,5 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
                        solver=solver, candidates=cands, n_keys=qcomplex_size(n, r, lo, hi),
                        max_checks=max_checks, max_binding_keys=max_binding_keys,
                        verbose=verbose, describe=describe, improve=improve, start=start,
-                       progress=progress,
-                       time_limit=_left(time_limit, t_start))
+                       progress=progress, time_limit=_left(time_limit, t_start),
+                       **({} if dec.complete else {"key_search": SkipKeySearch}))
