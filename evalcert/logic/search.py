@@ -46,6 +46,7 @@ import math
 from fractions import Fraction
 from typing import Any, Callable
 
+import numpy as np
 import pulp
 
 from evalcert.logic.ilp import HighsModel
@@ -453,3 +454,72 @@ class KeySearch:
         mid = [sum(col) / len(pts) for col in zip(*pts)]
         dist = [sum((v - m) ** 2 for v, m in zip(pt, mid)) for pt in pts]
         return [todo[k] for k in sorted(range(len(todo)), key=dist.__getitem__)]
+
+
+def exchange_above(pats: np.ndarray, split: np.ndarray, cell: tuple[int, int],
+                   level: Fraction) -> np.ndarray | None:
+    """A joint split at the same key that keeps every (grader, label) cell at ``level`` or
+    above and puts ``cell = (i, t)`` strictly above it, found among the single exchanges
+    (one item of pattern ``p1`` moves from label ``s`` to ``t``, one of pattern ``p2`` from
+    ``t`` to ``s``: the key's counts stay), or ``None`` when no single exchange does.
+
+    ``split`` should have every cell at ``level`` (as the witness of ``T`` has): only the
+    two labels an exchange touches are checked. A heuristic for the binding check (a cell some point puts above ``T`` does not bind):
+    the caller re-checks the split it returns exactly; ``None`` proves nothing.
+    ``pats`` (patterns x graders, ``-1`` skipped) and ``split`` (patterns x labels) are
+    those of :func:`evalcert.logic.splits.joint_patterns`; a cell with no decided item makes
+    no demand.
+
+    Examples
+    --------
+    >>> pats = np.array([[0, 1], [1, 1], [0, 0]])  # 3 patterns of 2 graders' labels
+    >>> split = np.array([[0, 1], [0, 1], [1, 0]])  # key (1, 2); grader 0 has 1/2 on label 1
+    >>> exchange_above(pats, split, (0, 1), Fraction(1, 2)) is None  # every move drops one
+    True
+    >>> pats = np.array([[0, 1], [0, 0], [1, 1]])
+    >>> split = np.array([[0, 0], [1, 1], [1, 1]])  # key (2, 2): every cell at 1/2
+    >>> exchange_above(pats, split, (1, 1), Fraction(1, 2)).tolist()  # grader 1 to 2/2 on 1
+    [[0, 0], [2, 0], [0, 2]]
+    """
+    a, b = level.numerator, level.denominator
+    i, t = cell
+    split = np.asarray(split, dtype=np.int64)
+    r = split.shape[1]
+    decided = pats >= 0
+    corr = np.stack([(split[:, u][:, None] * (pats == u)).sum(axis=0) for u in range(r)], 1)
+    den = np.stack([(split[:, u][:, None] * decided).sum(axis=0) for u in range(r)], 1)
+    if den[i, t] > 0 and b * corr[i, t] - a * den[i, t] >= 1:
+        return None  # already above: nothing to find
+    slack = b * corr - a * den  # (graders, labels); >= 0 where den > 0
+    givers = np.flatnonzero(split[:, t] > 0)  # p2: one item leaves label t
+    hit_t = (pats == t).astype(np.int64)
+    dec = decided.astype(np.int64)
+    for s in range(r):
+        if s == t:
+            continue
+        hit_s = (pats == s).astype(np.int64)
+        every = np.flatnonzero(split[:, s] > 0)  # p1: one item moves from s to t
+        for start in range(0, len(every), 64):  # blocks of p1: memory 64 x patterns x N
+            takers = every[start:start + 64]
+            # per (p1, p2, grader): new slack and denominator on labels t and s
+            dd_t = dec[takers][:, None, :] - dec[givers][None, :, :]
+            new_t = slack[:, t] + b * (hit_t[takers][:, None, :] - hit_t[givers][None, :, :]) \
+                - a * dd_t
+            den_t = den[:, t] + dd_t
+            new_s = slack[:, s] - b * (hit_s[takers][:, None, :] - hit_s[givers][None, :, :]) \
+                + a * dd_t
+            den_s = den[:, s] - dd_t
+            ok = ((new_t >= 0) | (den_t == 0)).all(axis=2) & \
+                ((new_s >= 0) | (den_s == 0)).all(axis=2)
+            ok &= (new_t[:, :, i] >= 1) & (den_t[:, :, i] >= 1)
+            ok &= takers[:, None] != givers[None, :]
+            hits = np.argwhere(ok)
+            if len(hits):
+                p1, p2 = takers[hits[0][0]], givers[hits[0][1]]
+                out = split.copy()
+                out[p1, s] -= 1
+                out[p1, t] += 1
+                out[p2, t] -= 1
+                out[p2, s] += 1
+                return out
+    return None
