@@ -172,7 +172,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
                 improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
                 search: str = "keys", max_keys: int = 2000, progress: bool = False,
                 time_limit: float | None = None,
-                nudge: Callable[[Any, int, int, Fraction], Any] | None = None) -> AlarmResult:
+                nudge: Callable[[Any, int, int, Fraction], Any] | None = None,
+                key_total: int | None = None) -> AlarmResult:
     """Alarm from a model builder: exact ``T``, attaining keys and binding (grader, label)
     pairs by fixed-key ILPs, every feasible point re-checked.
 
@@ -198,6 +199,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     :func:`~evalcert.logic.search.exchange_above`) or ``None``: the binding check tries it
     from the witness before a MILP, and re-checks what it returns through the model's own
     expressions (a heuristic point that fails the check is dropped, never trusted).
+    ``key_total``: the key's total when ``decisions.items`` counts more (the largest
+    denominator, e.g. ``2 Q`` with half credit); default ``len(decisions.items)``.
 
     Examples
     --------
@@ -257,7 +260,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     finder, kspec = None, None
     if search == "keys" and solver == "highs":
         kspec = build(None)
-        finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
+        finder = KeySearch(kspec.prob, kspec.q, kspec.correct, kspec.den,
+                           n if key_total is None else key_total, max_keys=max_keys, max_den=n)
         bar = progress_bar(progress or verbose, desc=method, unit="key",
                            delay=0.0 if verbose else DELAY)
         state = {"lo": attained, "hi": upper, "keys": 0}

@@ -71,10 +71,13 @@ class KeySearch:
         integer ``D_d = den``, ``M_d`` (one pair per distinct denominator) state "at least
         ``a / b``" exactly, as in the whole-Q-complex search.
     n_items : int
-        ``Q``; every denominator is at most ``Q``.
+        ``Q``, the key's total; every denominator is at most ``Q`` (or ``max_den``).
     max_keys : int
         Most keys decided one by one; while the LP relaxation allows more, :meth:`run`
         bisects the levels with whole-Q-complex MILPs instead.
+    max_den : int, optional
+        The largest denominator when it exceeds ``Q`` (half credit doubles every ratio's
+        terms: ``2 Q``).
 
     Examples
     --------
@@ -93,9 +96,12 @@ class KeySearch:
     """
 
     def __init__(self, prob: pulp.LpProblem, q: list, correct: list[list], den: list[list],
-                 n_items: int, max_keys: int = 2000):
+                 n_items: int, max_keys: int = 2000, max_den: int | None = None):
         self.model = m = HighsModel(prob)
         self.n, self.max_keys = int(n_items), int(max_keys)
+        #: the largest denominator (``n_items`` unless the ratios are scaled, e.g. doubled
+        #: for half credit: ``2 Q``): bounds the level fractions and the M, D columns
+        self.max_den = int(max_den) if max_den is not None else self.n
         self._cols: dict[int, int] = {}
         self._alive: list[Any] = []  # the expressions keyed by id() stay alive
         self._spare: dict[tuple[int, ...], int] = {}  # rows of solve_at(require=...)
@@ -106,11 +112,18 @@ class KeySearch:
         self.best = m.add_column(0, 1, False)  # the best level at a fixed point (objective)
         self.best_rows: list[tuple[int, int]] = []  # (row, key column of the label)
         by_den: dict[int, int] = {}
+        #: denominator columns that are a multiple ``c * Q_t`` of a key count (half credit
+        #: doubles them): ``{D column: (key column, c)}``, fixed with the key
+        self.scaled: dict[int, tuple[int, int]] = {}
         for i, row in enumerate(correct):
             for t, corr in enumerate(row):
                 d_col = self.column(den[i][t])
+                if d_col not in self.bounds_of_key() and d_col not in self.scaled:
+                    times = _multiple(den[i][t], q[t])
+                    if times is not None:
+                        self.scaled[d_col] = (self.key[t], times)
                 if d_col not in by_den:
-                    mm = m.add_column(0, self.n, True)
+                    mm = m.add_column(0, self.max_den, True)
                     self.levels.append((m.add_row(-0.5, None, {mm: 1.0, d_col: 0.0}), mm, d_col))
                     by_den[d_col] = mm
                 m.add_row(-1e-6, None, {self.column(corr): 1.0, by_den[d_col]: -1.0})
@@ -122,12 +135,16 @@ class KeySearch:
         #: ``best`` is attained (re-checked), ``T <= hi`` (or ``T < hi`` once lowered)
         self.on_step: Callable[[Fraction, Fraction, int], None] | None = None
 
+    def bounds_of_key(self) -> set[int]:
+        """The key's columns."""
+        return set(self.key)
+
     def column(self, expr: Any) -> int:
         """The HiGHS column of a PuLP variable, or of a new integer column ``= expr``."""
         if isinstance(expr, pulp.LpVariable):
             return self.model.index[expr.name]
         if id(expr) not in self._cols:
-            col = self.model.add_column(0, self.n, True)
+            col = self.model.add_column(0, self.max_den, True)
             coefs = {col: 1.0}
             for var, coef in expr.items():
                 coefs[self.model.index[var.name]] = coefs.get(self.model.index[var.name], 0.0) \
@@ -201,8 +218,11 @@ class KeySearch:
             self.model.set_bounds(col, *((lo, hi) if v is None else (v, v)))
         for _, mm, d_col in self.levels:
             d = None if point is None else point.get(d_col)
+            if d is None and point is not None and d_col in self.scaled:
+                key_col, times = self.scaled[d_col]
+                d = None if point.get(key_col) is None else times * point[key_col]
             low = 0 if d is None else -(-level.numerator * d // level.denominator)
-            self.model.set_bounds(mm, low, self.n)
+            self.model.set_bounds(mm, low, self.max_den)
         for row, key_col in self.best_rows:
             d = None if point is None else point.get(key_col)
             self.model.set_coeff(row, self.best, 0 if d is None else -d)
@@ -275,7 +295,8 @@ class KeySearch:
         integers). Valid for every integer point at the key, and far tighter than ``b M >=
         a D`` when ``hi - lo`` is below the level's denominator: fixed-key MILPs with
         skipped items prove infeasibility 30-100x faster. ``True`` iff feasible."""
-        free = [(mm, d_col) for _, mm, d_col in self.levels if d_col not in self.bounds]
+        free = [(mm, d_col) for _, mm, d_col in self.levels
+                if d_col not in self.bounds and d_col not in self.scaled]
         if free:
             objective = self.model.objective
             for mm, d_col in free:
@@ -354,7 +375,7 @@ class KeySearch:
         while True:
             if self.on_step is not None:
                 self.on_step(best, hi, len(decided))
-            level = farey_successor(best, self.n) if best < 1 else best
+            level = farey_successor(best, self.max_den) if best < 1 else best
             if best >= upper or level > hi or (level == hi and hi != upper):
                 return best, len(decided)
             self.set_level(level)
@@ -370,7 +391,7 @@ class KeySearch:
                 best, climbed = self._climb(best, hi, record), True
                 continue
             if keys is None:  # too many keys: bisect the levels with one whole-QC MILP
-                mid = ((best + hi) / 2).limit_denominator(self.n)
+                mid = ((best + hi) / 2).limit_denominator(self.max_den)
                 mid = mid if best < mid < hi else simplest_between(best, hi)
                 self.set_level(mid)
                 self._fix(None, mid)
@@ -390,7 +411,7 @@ class KeySearch:
                     raised = True
                     self.model.write_back()
                     best = record({v.name: v.varValue for v in self.model.variables}, level)
-                    level = farey_successor(best, self.n) if best < 1 else best
+                    level = farey_successor(best, self.max_den) if best < 1 else best
                     if best >= upper or level > hi:
                         break
                     self.set_level(level)
@@ -412,7 +433,7 @@ class KeySearch:
         around that point's key (rounded down or up per coordinate; nearest when R > 5)."""
         low, top, point = best, hi, None
         for _ in range(24):
-            mid = ((low + top) / 2).limit_denominator(self.n)
+            mid = ((low + top) / 2).limit_denominator(self.max_den)
             if not low < mid < top:
                 break
             self.set_level(mid)
@@ -429,7 +450,7 @@ class KeySearch:
         keys = {head + (self.n - sum(head),) for head in (
             tuple(int(f(v + 0.0)) for f, v in zip(fs, point[:-1])) for fs in roundings)}
         for key in sorted(keys):
-            level = farey_successor(best, self.n) if best < 1 else best
+            level = farey_successor(best, self.max_den) if best < 1 else best
             if key[-1] < 0 or level > hi:
                 continue
             self.set_level(level)
@@ -454,6 +475,23 @@ class KeySearch:
         mid = [sum(col) / len(pts) for col in zip(*pts)]
         dist = [sum((v - m) ** 2 for v, m in zip(pt, mid)) for pt in pts]
         return [todo[k] for k in sorted(range(len(todo)), key=dist.__getitem__)]
+
+
+def _multiple(den: Any, q: Any) -> int | None:
+    """``c`` when the PuLP expression ``den`` is ``c * q`` for a whole ``c >= 2``, else None."""
+    if den is q or not isinstance(den, pulp.LpAffineExpression) or den.constant:
+        return None
+    terms = {q.name: 1.0} if isinstance(q, pulp.LpVariable) else \
+        {v.name: float(c) for v, c in q.items()} if isinstance(q, pulp.LpAffineExpression) \
+        and not q.constant else None
+    mine = {v.name: float(c) for v, c in den.items()}
+    if not terms or set(terms) != set(mine):
+        return None
+    ratios = {mine[k] / terms[k] for k in terms}
+    if len(ratios) != 1:
+        return None
+    c = ratios.pop()
+    return int(c) if c >= 2 and c.is_integer() else None
 
 
 def exchange_above(pats: np.ndarray, split: np.ndarray, cell: tuple[int, int],

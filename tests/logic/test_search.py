@@ -157,3 +157,20 @@ def test_a_time_limit_inside_one_milp_returns_bounds_in_time(limit):
     else:
         assert res.T == exact
     assert wall <= limit + 1.5
+
+
+@pytest.mark.parametrize("m", ["1", "2", "full"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_half_credit_key_search_equals_the_level_search(m, seed):
+    """Half credit (doubled ratios, denominators up to 2 Q) on the key search equals the
+    whole-Q-complex level search it replaced, on 30-item logs (brute force covers the small
+    ones in test_ordinal_credit.py)."""
+    from evalcert.logic.ordinal import alarm_credit, credit_table
+
+    dec = simulate_decisions(30, 3, 3, seed=seed)
+    table = credit_table(("a", "b", "tie"), ties="half")
+    keys = alarm_credit(dec, "0.5", table, m=m)
+    levels = alarm_credit(dec, "0.5", table, m=m, search="levels")
+    assert keys.T == levels.T
+    if keys.attaining_keys[:1] == levels.attaining_keys[:1]:  # binding is per witness key
+        assert set(keys.binding) == set(levels.binding)
