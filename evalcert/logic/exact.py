@@ -17,7 +17,13 @@ Binding pairs at a key are decided by feasibility, not by maximising a slack: a
 ``T`` (``b * correct - a * den >= 1`` for ``T = a / b`` is infeasible) and some point gives
 it a denominator ``>= 1`` (a cell with no decided item has no accuracy and makes no demand;
 decided exactly, by a second feasibility check when no point seen so far has one). Cells
-that a point already found puts above ``T`` need no solve. Every feasible point is re-checked
+that a point already found puts above ``T`` need no solve: the witness of ``T`` is reused at
+its key (no MILP to find a first point there), and before each "above" MILP a local move
+from the points seen (``nudge``, for the full joint one exchange of two items between two
+labels, :func:`evalcert.logic.search.exchange_above`) may find a point that puts the cell
+above; what it returns is evaluated through the model's own expressions. With a time
+limit, every HiGHS solve gets what is left of it (:attr:`evalcert.logic.ilp.HighsModel.
+deadline`), so one MILP cannot overrun it. Every feasible point is re-checked
 in integer arithmetic; infeasibility answers are the solver's (zero gap), and a solver stop
 raises :class:`evalcert.errors.SolverError` instead of returning a ``T``.
 """

@@ -174,3 +174,23 @@ def test_half_credit_key_search_equals_the_level_search(m, seed):
     assert keys.T == levels.T
     if keys.attaining_keys[:1] == levels.attaining_keys[:1]:  # binding is per witness key
         assert set(keys.binding) == set(levels.binding)
+
+
+@pytest.mark.parametrize("which", ["m2", "full", "half"])
+def test_the_bar_says_keys_decided_and_bounds_on_t(which, capsys):
+    """M=2, the full joint and half credit all draw the key search's bar (keys decided, the
+    proven bounds on T) on stderr; ``verbose`` draws it at once instead of past ~3 s."""
+    from evalcert.logic.ordinal import alarm_credit, credit_table
+    from evalcert.logic.pairs import alarm_m2
+
+    dec = simulate_decisions(60, 3, 3, seed=2)
+    if which == "m2":
+        res = alarm_m2(dec, "0.5", verbose=True)
+    elif which == "full":
+        res = alarm_full(dec, "0.5", verbose=True)
+    else:
+        res = alarm_credit(dec, "0.5", credit_table(("a", "b", "tie"), ties="half"),
+                           verbose=True)
+    err = capsys.readouterr().err
+    assert "T in [" in err and "key" in err
+    assert f"T = {res.T}" in err  # the closing line names the exact T
