@@ -495,7 +495,7 @@ def _run(spec: AuditSpec) -> AuditReport:
     extras: dict[str, Any] = {}
     if result.T_upper is not None:
         notes += (f"time limit reached: T in [{result.T}, {result.T_upper}] (proven bounds); "
-                  "per-(grader, label) ranges, curves and the judge table's exact columns "
+                  "per-(grader, label) ranges and the judge table's exact columns "
                   "need the exact T and are skipped",)
         want_bounds = False
     if want_curve and curve is None:

@@ -298,7 +298,10 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
                 attaining_keys=(found[lo][0],) if found else (),
                 n_attaining=None, binding=(), m=m, n_keys=n_keys, labels=decisions.labels,
                 graders=decisions.graders,
-                method=f"{method} ({solver}; stopped at the time limit of {time_limit:g} s)",
+                # time_limit here is what was left of the caller's limit: say the search's
+                # own seconds, not a number the user never gave
+                method=f"{method} ({solver}; stopped at the time limit after "
+                       f"{time.perf_counter() - t0:.1f} s of key search)",
                 n_solves=n_solves + finder.model.n_mip, seconds=time.perf_counter() - t0,
                 witness=describe(*found[lo]) if describe is not None and found else None,
                 T_upper=state["hi"])
