@@ -405,6 +405,10 @@ def _run(spec: AuditSpec) -> AuditReport:
                            "swap_consistency": merged.swap_consistency,
                            "judged_in_both_orders": merged.n_both}
         swap = {f"{g}/{o}": v for g, v in merged.swap_consistency.items() for o in ("ab", "ba")}
+    if (spec.tolerance or spec.bands is not None) and spec.labels is None and \
+            isinstance(data, Decisions):
+        data, note = _ordered_labels(data)
+        notes += (note,) if note else ()
     items = data
     with_bounds = spec.with_bounds
     if sequence != 1:
@@ -609,6 +613,35 @@ def _population(spec: AuditSpec, data: Any, result: AlarmResult, m: str) -> tupl
     return population_bounds(data, ms, spec.population, {m: result.T}, level=spec.confidence,
                              resamples=spec.resamples, seed=spec.seed, solver=spec.solver,
                              progress=spec.progress)
+
+
+def _ordered_labels(data: Decisions) -> tuple[Decisions, str | None]:
+    """Undeclared labels for ``--tolerance``/``--bands``, which need an order: numbers
+    (scores 1-10) are put in numeric order, since the order of first appearance in a file
+    says nothing; other labels must be declared in order with ``--labels``.
+
+    Examples
+    --------
+    >>> dec = Decisions(("q1", "q2"), ("x",), ("7", "10", "2"), ((0,), (1,)))
+    >>> ordered, note = _ordered_labels(dec)
+    >>> ordered.labels, ordered.codes, note[:36]
+    (('2', '7', '10'), ((1,), (2,)), 'labels put in numeric order 2, 7, 10')
+    """
+    try:
+        values = [float(label) for label in data.labels]
+    except ValueError:
+        raise InputError(f"--tolerance and --bands need the labels in order, but "
+                         f"{list(data.labels)[:10]} are not numbers: declare the order with "
+                         "--labels (e.g. --labels poor,fair,good)") from None
+    order = sorted(range(len(values)), key=values.__getitem__)
+    if order == list(range(len(values))):
+        return data, None
+    rank = {old: new for new, old in enumerate(order)}
+    codes = tuple(tuple(rank[c] if c >= 0 else c for c in row) for row in data.codes)
+    labels = tuple(data.labels[k] for k in order)
+    return (dataclasses.replace(data, labels=labels, codes=codes),
+            f"labels put in numeric order {', '.join(labels)} for --tolerance/--bands "
+            "(declare --labels to set another)")
 
 
 def _partial(spec: AuditSpec) -> bool:
