@@ -66,6 +66,9 @@ _STEP = 0.25            # grid spacing of ML/MAP/WLE on Rasch/2PL items with mis
 _RATIO = 1.2            # a fixed-grid EAP is accepted when posterior sd >= _RATIO x spacing
 _TAIL = 8.0             # ... and its mean lies _TAIL posterior sds inside the grid
 _FINER = 1.5            # a too-coarse grid is refined 1.5^k-fold
+# exp's argument is clipped to +-_EXP_RANGE (e^-700 ~ 1e-304 is 0 next to 1): numpy's exp
+# takes ~25-130x longer on arguments whose result underflows to a subnormal or 0
+_EXP_RANGE = 700.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +210,7 @@ class _Cells:
         if self.complete:
             return np.broadcast_to(F.sum(axis=0), (n,) + F.shape[1:])
         O = self.masked[1] if self.masked is not None else self._matrices()[2]
-        return np.asarray((O if idx is None else O[idx]) @ F)
+        return np.asarray(O[_rows(idx)] @ F)
 
     def counts(self) -> np.ndarray:
         """Observed items per model."""
@@ -268,6 +271,7 @@ class _Cells:
             sl = slice(lo, lo + step)
             x = np.subtract.outer(theta[sl], b)
             x *= -a
+            np.clip(x, -_EXP_RANGE, _EXP_RANGE, out=x)      # no slow under/overflow paths
             np.exp(x, out=x)
             x += 1.0
             s = np.reciprocal(x, out=x)                 # P = expit(a (theta - b))
@@ -330,6 +334,15 @@ class _Cells:
                    theta[self.rows[sl]])
 
 
+def _rows(idx: np.ndarray | None) -> Any:
+    """``idx`` as a slice when it is all rows or a run of them (no copy), else itself."""
+    if idx is None:
+        return slice(None)
+    if idx.size and idx[-1] - idx[0] == idx.size - 1 and np.all(np.diff(idx) == 1):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
+
+
 def _curves(nodes: np.ndarray, params: ItemParameters):
     """``P``, ``Q``, ``P'``, ``P''`` as item x node matrices (``P`` clipped for the logs)."""
     P, d1, d2 = (m.T for m in icc_derivatives(nodes, params))
@@ -389,7 +402,7 @@ def _logistic_grid(cells: _Cells, params: ItemParameters, grid: np.ndarray, need
     as ``r - sum_j a_j P_j`` need not in floating point far out.
     """
     a, b = params.a[:, None], params.b[:, None]
-    x = a * (grid[None, :] - b)
+    x = np.clip(a * (grid[None, :] - b), -_EXP_RANGE, _EXP_RANGE)
     s = expit(x)
     w = s * (1 - s)
     make = {"g": lambda: a * s, "i": lambda: a * a * w, "j": lambda: a ** 3 * w * (1 - 2 * s),
@@ -533,6 +546,7 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     pos = np.maximum(x, 0.0)
     np.abs(x, out=x)
     np.negative(x, out=x)
+    np.maximum(x, -_EXP_RANGE, out=x)       # log1p(exp(-700)) is 0 in floating point
     np.exp(x, out=x)
     x += 1.0
     np.log(x, out=x)
@@ -574,7 +588,8 @@ class _LogLikGrid:
         if cells.complete:
             return cells.dense[idx] @ mats[0] + mats[1].sum(axis=0)
         if cells.masked is not None:
-            return cells.masked[0][idx] @ mats[0] + cells.masked[1][idx] @ mats[1]
+            rows = _rows(idx)
+            return cells.masked[0][rows] @ mats[0] + cells.masked[1][rows] @ mats[1]
         R1, _, O = cells._matrices()
         return np.asarray(R1[idx] @ mats[0]) + np.asarray(O[idx] @ mats[1])
 
@@ -583,8 +598,10 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
          log_prior: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Posterior means and sds on fixed grids, refined per model where one is too coarse.
 
-    Every model starts on ``n_nodes`` equally spaced nodes on ``mu +- 6 sd`` (spacing
-    ``h``). A model's grid result is accepted when its posterior sd is at least
+    Every model starts on equally spaced nodes on ``mu +- 6 sd``, at most ``n_nodes``
+    (spacing ``h``; coarser where a lower bound on the posterior sds of most models
+    allows, or for a model whose posterior is surely wider, or, only to locate it,
+    for a model answering many items). A model's grid result is accepted when its posterior sd is at least
     ``_RATIO h`` and its mean lies ``_TAIL`` posterior sds inside the grid: for a normal
     posterior the trapezoid rule's relative error is then below ``2 exp(-2 pi^2
     _RATIO^2) = 9e-13`` (Poisson summation) and the mass cut off below ``1e-15``.
@@ -597,10 +614,25 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
     n = cells.n
     loglik = _LogLikGrid(cells, params)
     lo = mu - 6 * sd
+    a2 = cells.obs((params.a ** 2)[:, None])[:, 0]
+    # posterior sd >= 1 / sqrt(1/sd^2 + sum_j a_j^2 / 4) (information <= a^2/4 per item):
+    # a spacing _RATIO times below that of the first quartile resolves 3/4 at least
+    floor_sd = np.quantile(1 / np.sqrt(1 / sd ** 2 + 0.25 * a2), 0.25) if n else sd
     h0 = 12 * sd / (n_nodes - 1)
+    if log_prior is None:       # a fitted density may have finer features than the likelihood
+        h0 = max(h0, floor_sd / _RATIO)
     mean, psd = np.full(n, np.nan), np.full(n, np.nan)
-    level = np.zeros(n, np.int64)
-    first, last = np.zeros(n, np.int64), np.full(n, n_nodes - 1, np.int64)
+    # the first grid per model, from its typical posterior sd (information 0.2 a_j^2 per
+    # observed item; up to 0.25 a_j^2): where that is below _RATIO h, a coarser grid
+    # only locates it, spacing ~2 sqrt(sd sd_typical) (the first grid's nodes plus the
+    # refined window's, least); where it is well above, a coarser grid resolves it
+    typical = 1 / np.sqrt(1 / sd ** 2 + 0.2 * a2)
+    target = np.where(typical < _RATIO * h0, 2 * np.sqrt(sd * typical),
+                      0.8 * typical / _RATIO)
+    coarse = np.floor(np.log(np.maximum(target / h0, 1.0)) / np.log(_FINER))
+    level = -np.clip(coarse, 0, 0 if log_prior is not None else 8).astype(np.int64)
+    first = np.zeros(n, np.int64)
+    last = np.ceil(12 * sd / h0 * _FINER ** level.astype(float) - 1e-9).astype(np.int64)
     pending = np.arange(n)
     for _ in range(60):
         if pending.size == 0:
@@ -625,7 +657,9 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
                     -0.5 * ((nodes[None, :] - mu) / sd) ** 2 if log_prior is None
                     else log_prior(nodes)[None, :])
                 k = np.argmax(L, axis=1)
-                w = np.exp(L - L[np.arange(chunk.size), k][:, None])
+                w = L - L[np.arange(chunk.size), k][:, None]
+                np.maximum(w, -_EXP_RANGE, out=w)       # weights below e^-700 are 0 anyway
+                np.exp(w, out=w)
                 w /= w.sum(axis=1, keepdims=True)
                 m = w @ nodes
                 s = np.sqrt(np.maximum(w @ nodes ** 2 - m ** 2, 0.0))

@@ -547,6 +547,7 @@ def _uniform_pass(idx: np.ndarray, starts: np.ndarray, cols: np.ndarray, y: np.n
             mx = ll.max(axis=1, keepdims=True)
             ll -= mx
             top[lo:hi] = ll[:, edge].max(axis=1)
+            np.maximum(ll, -700.0, out=ll)      # exp is ~100x slower where it underflows
             np.exp(ll, out=ll)
             M[lo:hi] = ll @ H
     M[:, 1:] /= M[:, :1]
