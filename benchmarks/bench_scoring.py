@@ -26,9 +26,9 @@ install it outside the project environment and point ``--peers`` at its
 Like for like: both score with the true items and an N(0, 1) prior; mirt's
 EAP uses its default fixed grid (49 nodes; 49^2 at K=2) with no accuracy check
 (less accurate than evalcert's where a posterior is narrower than its spacing:
-compare the error column), its MAP/ML/WLE search ``[-6, 6]``. evalcert scores
-from the responses with NaN where missing, as mirt does (the mask is built inside
-the timed call).
+compare the error column), its MAP/ML/WLE search ``[-6, 6]``. Both score
+the responses with NaN where missing (evalcert's mask is built inside the timed
+call).
 """
 
 from __future__ import annotations
@@ -83,9 +83,7 @@ def runners(a: np.ndarray, b: np.ndarray, method: str) -> dict:
     params = ItemParameters(a, b, np.zeros(a.size), tuple(map(str, range(a.size))), "2pl")
 
     def evalcert_run(Y):
-        obs = ~np.isnan(Y)
-        return score_abilities(params, Y if obs.all() else np.where(obs, Y, 0.0), obs,
-                               method=method, prior=(0.0, 1.0))[0]
+        return score_abilities(params, Y, ~np.isnan(Y), method=method, prior=(0.0, 1.0))[0]
 
     def mirt_run(Y):
         from mirt import fscores
