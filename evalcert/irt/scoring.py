@@ -215,7 +215,10 @@ class _Cells:
         if self.complete:
             return np.broadcast_to(F.sum(axis=0), (n,) + F.shape[1:])
         O = self.masked[1] if self.masked is not None else self._matrices()[2]
-        return np.asarray(O[_rows(idx)] @ F)
+        rows = _rows(idx)
+        if self.masked is not None and not isinstance(rows, slice) and 2 * idx.size >= self.n:
+            return (O @ F)[rows]     # most rows: their product, not a copy of their mask rows
+        return np.asarray(O[rows] @ F)
 
     def counts(self) -> np.ndarray:
         """Observed items per model."""
@@ -225,12 +228,16 @@ class _Cells:
             return self.masked[1].sum(axis=1)
         return np.diff(self.indptr)
 
-    def ones(self, v: np.ndarray) -> np.ndarray:
-        """``sum_j O_ij y_ij v_j`` per model."""
+    def ones(self, v: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        """``sum_j O_ij y_ij v_j`` per model (of the models ``idx``, default all; ``v``
+        a vector, or a matrix with ``idx`` only for dense and masked responses)."""
         if self.dense is not None:
-            return self.dense @ v
+            return self.dense[_rows(idx)] @ v
         if self.masked is not None:
-            return self.masked[0] @ v
+            rows = _rows(idx)
+            if not isinstance(rows, slice) and 2 * idx.size >= self.n:
+                return (self.masked[0] @ v)[rows]
+            return self.masked[0][rows] @ v
         return np.bincount(self.rows, weights=self.y * v[self.cols], minlength=self.n)
 
     def terms(self, theta: np.ndarray, params: ItemParameters, need: str = "lgij",
@@ -599,8 +606,7 @@ class _LogLikGrid:
         if cells.complete:
             return cells.dense[idx] @ mats[0] + mats[1].sum(axis=0)
         if cells.masked is not None:
-            rows = _rows(idx)
-            return cells.masked[0][rows] @ mats[0] + cells.masked[1][rows] @ mats[1]
+            return cells.ones(mats[0], idx) + cells.obs(mats[1], idx)
         R1, _, O = cells._matrices()
         return np.asarray(R1[idx] @ mats[0]) + np.asarray(O[idx] @ mats[1])
 
@@ -634,12 +640,12 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
         h0 = max(h0, floor_sd / _RATIO)
     mean, psd = np.full(n, np.nan), np.full(n, np.nan)
     # the first grid per model, from its typical posterior sd (information 0.2 a_j^2 per
-    # observed item; up to 0.25 a_j^2): where that is below _RATIO h, a coarser grid
-    # only locates it, spacing ~2 sqrt(sd sd_typical) (the first grid's nodes plus the
-    # refined window's, least); where it is well above, a coarser grid resolves it
+    # observed item; up to 0.25 a_j^2): where that is below h / 2, a coarser grid only
+    # locates it, spacing ~2 sqrt(sd sd_typical) (the first grid's nodes plus the
+    # refined window's, least); where it is well above _RATIO h, a coarser grid resolves it
     typical = 1 / np.sqrt(1 / sd ** 2 + 0.2 * a2)
-    target = np.where(typical < _RATIO * h0, 2 * np.sqrt(sd * typical),
-                      0.8 * typical / _RATIO)
+    target = np.where(typical < 0.5 * h0, 2 * np.sqrt(sd * typical),
+                      np.where(typical < _RATIO * h0, h0, 0.8 * typical / _RATIO))
     coarse = np.floor(np.log(np.maximum(target / h0, 1.0)) / np.log(_FINER))
     level = -np.clip(coarse, 0, 0 if log_prior is not None else 8).astype(np.int64)
     first = np.zeros(n, np.int64)
