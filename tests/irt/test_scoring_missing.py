@@ -65,10 +65,13 @@ def test_half_missing_ml_map_wle_are_the_roots(n_items):
     p, Y, O = _bank(n_items + 1, 10, n_items, 0.5)
     mu, sd = -0.2, 0.9
     got = {m: score_abilities(p, Y, O, method=m, prior=(mu, sd)) for m in ("ml", "map", "wle")}
+    def warm(t, y, o):
+        g, info, J = _pieces(t, p, y, o)
+        return g + J / (2 * info)
+
     equations = {"ml": lambda t, y, o: _pieces(t, p, y, o)[0],
                  "map": lambda t, y, o: _pieces(t, p, y, o)[0] - (t - mu) / sd ** 2,
-                 "wle": lambda t, y, o: (lambda q: q[0] + q[2] / (2 * q[1]))(
-                     _pieces(t, p, y, o))}
+                 "wle": warm}
     for method, (theta, se) in got.items():
         for i in range(Y.shape[0]):
             if method == "ml" and i == Y.shape[0] - 2:

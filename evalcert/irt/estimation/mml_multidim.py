@@ -80,9 +80,10 @@ _MAX_NODES = 100_000
 #: :mod:`~evalcert.irt.scoring` does in one dimension)
 UNIFORM = {1: 0.1, 2: 0.2, 3: 0.5}
 _HALF_WIDTH, _RATIO, _TAIL = 6.0, 1.2, 8.0
-#: half width of the uniform first-pass grid (wider than the +-6 the spacing was chosen
-#: for: a posterior sd 0.7 wide must lie 8 sds inside it)
-_UNIFORM_HALF_WIDTH = 8.0
+#: half width of the uniform grid by K (at K <= 2 wider than the +-6 the spacing was
+#: chosen for: a posterior sd 0.7 wide must lie 8 sds inside it; 33^3 nodes at K=3 would
+#: cost 2.3x the memory of 25^3)
+_UNIFORM_HALF_WIDTH = {1: 8.0, 2: 8.0}
 #: spacing (in sds of the typical posterior) and reach (means) of the oblique first lattice
 _OBLIQUE_STEP, _OBLIQUE_REACH = 0.8, (3.0, 6.0)
 #: Gauss-Hermite points per dimension once a model's grid sits on its posterior, by K
@@ -444,8 +445,10 @@ def posterior_moments(starts: np.ndarray, cols: np.ndarray, y: np.ndarray, A: np
         share = np.bincount(cols[starts[idx[0]]:starts[idx[-1] + 1]], minlength=A.shape[0])
         typical = np.linalg.inv(np.eye(k) + 0.2 * (A.T * (share / idx.size)) @ A)
         L0 = np.linalg.cholesky(typical)
+        box = len(_lattice(k, h, None, _UNIFORM_HALF_WIDTH.get(k, _HALF_WIDTH))[0])
         for reach in _OBLIQUE_REACH:        # then wider, for the models it did not hold
-            if idx.size:
+            # never more nodes than the axis-aligned grid
+            if idx.size and len(_lattice(k, _OBLIQUE_STEP, L0, reach)[0]) <= box:
                 mu[idx], cov[idx], ok = _uniform_pass(idx, starts, cols, y, A, d,
                                                       _OBLIQUE_STEP, L0, reach)
                 passes[idx] = 1
@@ -494,7 +497,7 @@ def _uniform_pass(idx: np.ndarray, starts: np.ndarray, cols: np.ndarray, y: np.n
                   reach: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Posterior moments of models ``idx`` on a uniform grid, and which are accurate.
 
-    The grid is ``[-_UNIFORM_HALF_WIDTH, _UNIFORM_HALF_WIDTH]^K`` (spacing ``h``) or,
+    The grid is ``[-w, w]^K`` (spacing ``h``, ``w`` of :data:`_UNIFORM_HALF_WIDTH`) or,
     given ``L``, the lattice ``theta = L z`` of :func:`_lattice` (the trapezoid rule
     on an oblique lattice: with ``L`` near a posterior's Cholesky factor far fewer
     nodes cover it at the same accuracy).
@@ -511,7 +514,8 @@ def _uniform_pass(idx: np.ndarray, starts: np.ndarray, cols: np.ndarray, y: np.n
     the mass outside falls at least as fast along every ray).
     """
     k, m = A.shape[1], A.shape[0]
-    G, edge, Linv = _lattice(k, h, L, reach if L is not None else _UNIFORM_HALF_WIDTH)
+    G, edge, Linv = _lattice(k, h, L, reach if L is not None
+                             else _UNIFORM_HALF_WIDTH.get(k, _HALF_WIDTH))
     sp, _ = softplus_sigmoid(A @ G.T + d[:, None])              # items x nodes
     prior = -0.5 * np.sum(G * G, axis=1)
     lens = starts[idx + 1] - starts[idx]
