@@ -134,12 +134,16 @@ class _Cells:
     def __init__(self, n_items: int, *, dense: np.ndarray | None = None,
                  indptr: np.ndarray | None = None, cols: np.ndarray | None = None,
                  y: np.ndarray | None = None, masked: tuple | None = None):
-        self.n_items, self.dense, self.masked = n_items, dense, masked
+        self.n_items, self.dense = n_items, dense
+        # masked: (responses, any value where missing; the observed mask as 0/1 floats)
+        self._raw, self._O = masked if masked is not None else (None, None)
+        self._R1: np.ndarray | None = None
+        self._sums: dict[bytes, np.ndarray] = {}
         self.complete = dense is not None
         if dense is not None:
             self.n = dense.shape[0]
         elif masked is not None:
-            self.n = masked[0].shape[0]
+            self.n = masked[1].shape[0]
         else:
             self._cells = (indptr, cols, y)
             self.n = indptr.size - 1
@@ -157,16 +161,28 @@ class _Cells:
             self._rows = np.repeat(np.arange(self.n), np.diff(self.indptr))
         return self._rows
 
+    @property
+    def masked(self) -> tuple | None:
+        """``(R1, O)`` of masked dense responses (``R1``: ``y`` with missing cells 0, built
+        on first use), else None."""
+        if self._O is None:
+            return None
+        if self._R1 is None:
+            self._R1 = self._clean(slice(None))
+        return self._R1, self._O
+
+    def _clean(self, rows: Any) -> np.ndarray:
+        R1 = np.fmax(self._raw[rows], 0.0)     # NaN (a missing cell) -> 0, fast
+        R1 *= self._O[rows]
+        return R1
+
     @classmethod
     def from_dense(cls, Y: np.ndarray, O: np.ndarray) -> "_Cells":
         n_obs = np.count_nonzero(O)
         if n_obs == O.size:
             return cls(Y.shape[1], dense=np.asarray(Y, float))
         if n_obs >= _SPARSE_BELOW * O.size:
-            Of = O.astype(float)
-            R1 = np.fmax(np.asarray(Y, float), 0.0)     # NaN (a missing cell) -> 0, fast
-            R1 *= Of
-            return cls(Y.shape[1], masked=(R1, Of))
+            return cls(Y.shape[1], masked=(np.asarray(Y, float), O.astype(float)))
         rows, cols = np.nonzero(O)
         indptr = np.concatenate([[0], np.cumsum(O.sum(axis=1))]).astype(np.int64)
         return cls(Y.shape[1], indptr=indptr, cols=cols, y=np.asarray(Y, float)[rows, cols])
@@ -175,8 +191,10 @@ class _Cells:
         """The models ``idx`` (integer index), in that order."""
         if self.dense is not None:
             return _Cells(self.n_items, dense=self.dense[idx])
-        if self.masked is not None:
-            return _Cells(self.n_items, masked=tuple(m[idx] for m in self.masked))
+        if self._O is not None:
+            sub = _Cells(self.n_items, masked=(self._raw[idx], self._O[idx]))
+            sub._R1 = None if self._R1 is None else self._R1[idx]
+            return sub
         lengths = np.diff(self.indptr)[idx]
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         pos = np.repeat(self.indptr[idx] - indptr[:-1], lengths) + np.arange(indptr[-1])
@@ -188,7 +206,7 @@ class _Cells:
         if self._mats is None:
             if self.dense is not None:
                 self._mats = (self.dense, 1.0 - self.dense, None)
-            elif self.masked is not None:
+            elif self._O is not None:
                 R1, O = self.masked
                 self._mats = (R1, O - R1, O)
             else:
@@ -203,7 +221,7 @@ class _Cells:
         """``sum_j O_ij [y_ij f1_j + (1 - y_ij) f0_j]``, as ``R1 @ (f1 - f0) + O @ f0``."""
         if self.dense is not None:
             return self.dense @ (f1 - f0) + f0.sum(axis=0)
-        if self.masked is not None:
+        if self._O is not None:
             R1, O = self.masked
             return R1 @ (f1 - f0) + O @ f0
         R1, R0, _ = self._matrices()
@@ -214,9 +232,9 @@ class _Cells:
         n = self.n if idx is None else idx.size
         if self.complete:
             return np.broadcast_to(F.sum(axis=0), (n,) + F.shape[1:])
-        O = self.masked[1] if self.masked is not None else self._matrices()[2]
+        O = self._O if self._O is not None else self._matrices()[2]
         rows = _rows(idx)
-        if self.masked is not None and not isinstance(rows, slice) and 2 * idx.size >= self.n:
+        if self._O is not None and not isinstance(rows, slice) and 2 * idx.size >= self.n:
             return (O @ F)[rows]     # most rows: their product, not a copy of their mask rows
         return np.asarray(O[rows] @ F)
 
@@ -224,8 +242,8 @@ class _Cells:
         """Observed items per model."""
         if self.dense is not None:
             return np.full(self.n, self.n_items)
-        if self.masked is not None:
-            return self.masked[1].sum(axis=1)
+        if self._O is not None:
+            return self._O.sum(axis=1)
         return np.diff(self.indptr)
 
     def ones(self, v: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
@@ -233,8 +251,17 @@ class _Cells:
         a vector, or a matrix with ``idx`` only for dense and masked responses)."""
         if self.dense is not None:
             return self.dense[_rows(idx)] @ v
-        if self.masked is not None:
+        if self._O is not None:
             rows = _rows(idx)
+            if self._R1 is None and v.ndim == 1:    # in cache-sized blocks, R1 not stored
+                key = v.tobytes()
+                if key not in self._sums:
+                    step = max(1, _PASS_CELLS // max(self.n_items, 1))
+                    out = np.empty(self.n)
+                    for lo in range(0, self.n, step):
+                        out[lo:lo + step] = self._clean(slice(lo, lo + step)) @ v
+                    self._sums[key] = out
+                return self._sums[key][rows]
             if not isinstance(rows, slice) and 2 * idx.size >= self.n:
                 return (self.masked[0] @ v)[rows]
             return self.masked[0][rows] @ v
@@ -246,7 +273,7 @@ class _Cells:
         and, for Rasch/2PL items only, ``k`` (``J' = sum_j a_j^4 w_j (1 - 6 w_j)``,
         ``w = P (1 - P)``) at one ability per model (``theta[r]`` for the model
         ``idx[r]``; default all), over the observed cells only (keys in ``need``)."""
-        if self.dense is None and self.masked is None:       # cell lists
+        if self.dense is None and self._O is None:       # cell lists
             sub = self if idx is None else self.take(idx)
             return sub._terms_cells(theta, params, need)
         rows = np.arange(self.n) if idx is None else idx
@@ -276,8 +303,8 @@ class _Cells:
         if "l" in need:
             out["l"][:] = self._loglik_logistic(theta, a, b, rows)
         step = max(1, _PASS_CELLS // max(self.n_items, 1))
-        R1, O = (self.dense, None) if self.dense is not None else self.masked
-        r = None if "g" not in need else (R1 @ a if rows.size == self.n else R1[rows] @ a)
+        O = self._O
+        r = None if "g" not in need else self.ones(a, None if rows.size == self.n else rows)
         powers = {k: a ** (q + 1) for q, k in enumerate("gijk")}
         for lo in range(0, rows.size, step):
             sl = slice(lo, lo + step)
@@ -605,7 +632,7 @@ class _LogLikGrid:
             return out
         if cells.complete:
             return cells.dense[idx] @ mats[0] + mats[1].sum(axis=0)
-        if cells.masked is not None:
+        if cells._O is not None:
             return cells.ones(mats[0], idx) + cells.obs(mats[1], idx)
         R1, _, O = cells._matrices()
         return np.asarray(R1[idx] @ mats[0]) + np.asarray(O[idx] @ mats[1])
