@@ -406,19 +406,25 @@ def posterior_moments(starts: np.ndarray, cols: np.ndarray, y: np.ndarray, A: np
     """EAP means ``(n, K)`` and covariances ``(n, K, K)`` of ``theta ~ N(0, I)`` given cells.
 
     ``starts, cols, y`` are the observed cells row by row (as
-    :func:`~evalcert.irt.data.observed_cells`). A first pass integrates every model
-    on one uniform grid over ``[-6, 6]^K`` (spacing ``h`` of :data:`UNIFORM`: 0.1, 0.2,
-    0.5 for K = 1, 2, 3) by two matrix products, ``R1 @ log p + R0 @ log(1 - p)``
-    (models x items @ items x nodes; ``exp``/``log`` only over items x nodes). The
-    trapezoid rule is spectrally accurate for a smooth posterior wider than its
-    spacing, so a model is done there when its posterior sd along every direction is
-    at least ``1.2 h`` and its mean lies 8 sds inside the grid. Every other model
-    (a narrow posterior: many items) gets adaptive Gauss-Hermite passes: its grid
-    re-centred on its current posterior (``theta = mu + L z``, ``L L^T`` the
+    :func:`~evalcert.irt.data.observed_cells`). At K >= 2 a first pass integrates every
+    model on an oblique lattice ``theta = L z`` (``L L^T`` the posterior covariance of a
+    typical model: the N(0, I) prior and the observed items at information ``0.2 a
+    a^T``; spacing 0.8 in ``z``, means within ``[-3, 3]^K``, then ``[-6, 6]^K`` for
+    the models it did not hold; never more nodes than the box below), then the rest on
+    the uniform box ``[-8, 8]^K`` (K <= 2; ``[-6, 6]^3``, spacing ``h`` of
+    :data:`UNIFORM`: 0.1, 0.2, 0.5 for K = 1, 2, 3). Each pass is one softplus table
+    (items x nodes) summed over the observed items (a column sum for complete rows)
+    plus a models x K @ K x nodes product (:func:`_uniform_pass`). The trapezoid rule
+    is spectrally accurate for a smooth posterior wider than its spacing, so a model
+    is done on a lattice when its posterior sd along every direction of the lattice
+    coordinates is at least ``1.2`` spacings and its density on the lattice's
+    boundary is below ``e^-32`` of its peak (8 sds for a normal posterior). Every
+    other model (a narrow posterior: many items) gets adaptive Gauss-Hermite passes:
+    its grid re-centred on its current posterior (``theta = mu + L z``, ``L L^T`` the
     posterior covariance; ``adaptive_points`` per dimension), repeated until its
     mean moves by less than ``tol`` posterior sds and its sds by less than ``tol``
     relatively (at most ``max_passes``); work ``O(observed cells x nodes)`` per pass.
-    Returns also the passes each model took (1 = the uniform grid sufficed).
+    Returns also the passes each model took (1 = a uniform lattice sufficed).
     ``n_points`` is accepted for symmetry with the fit and not used.
 
     Examples
