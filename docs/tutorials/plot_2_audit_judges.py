@@ -126,3 +126,8 @@ print(f"M=1: T = {result.T};  M=2: T = {result_m2.T}; "
 #    evalcert audit judgments.jsonl --threshold 0.5 --plot curve.png
 #    evalcert audit judgments.jsonl --plot-per-label labels.png
 #    evalcert audit judgments.jsonl --threshold 0.5 --m 2 --json audit.json
+#
+# Every other option of ``evalcert audit`` (the per-judge table, ``--population``,
+# ``--ties half``, ``--tolerance``, ``--bands``, ``--swapped``, ``--time-limit``,
+# ``--plot-per-label``/``--pspace`` on the page and in the JSON) and ``convert --format
+# mtbench-human`` is run once, with its output, in :doc:`plot_6_audit_options`.

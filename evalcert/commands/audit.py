@@ -72,13 +72,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plot", default=None,
                         help="write the min-max curve (Fig. 7, aggregated) with T of the "
                              "chosen M here (.png/.pdf/.svg)")
-    parser.add_argument("--plot-per-label", default=None, metavar="FILE",
-                        help="write the per-label min-max curves (Fig. 8, M=1) here "
-                             "(.png/.pdf/.svg)")
-    parser.add_argument("--pspace", default=None, metavar="FILE",
-                        help="two labels: write each grader's M=1 evaluations in P-space "
-                             "(Fig. 2: prevalence, two label accuracies), coloured by "
-                             "whether every grader can clear THRESHOLD, here")
+    parser.add_argument("--plot-per-label", nargs="?", const=True, default=None,
+                        metavar="FILE",
+                        help="per-label min-max curves (Fig. 8, M=1): drawn on the --html "
+                             "page, their numbers in the --json, and written to FILE when "
+                             "given (.png/.pdf/.svg)")
+    parser.add_argument("--pspace", nargs="?", const=True, default=None, metavar="FILE",
+                        help="two labels: each grader's M=1 evaluations in P-space (Fig. 2: "
+                             "prevalence, two label accuracies), coloured by whether every "
+                             "grader can clear THRESHOLD: on the --html page, stage sizes and "
+                             "point classes in the --json, and written to FILE when given")
     parser.add_argument("--squares", default=None,
                         help="write the correctness squares (Figs. 5-6) of the first two "
                              "graders at --key (default: the first attaining key) here")
@@ -188,15 +191,26 @@ def run(args: argparse.Namespace) -> int:
     ...
     0
     """
+    from evalcert.errors import InputError
     from evalcert.io.outputs import check_outputs
     from evalcert.logic.audit import AuditSpec, run_audit
     from evalcert.quiet import solver_log
 
     images = (".png", ".pdf", ".svg")
+    if args.json == "-":
+        raise InputError("--json -: the JSON goes to a file (stdout carries the summary); "
+                         "give a path ending .json")
+    for flag, value in (("--plot-per-label", args.plot_per_label), ("--pspace", args.pspace)):
+        if value is True and args.html is None and args.json is None:
+            raise InputError(f"{flag} without FILE puts its figure on the --html page and its "
+                             f"numbers in the --json; give {flag} FILE, --html or --json")
+    files = {flag: None if value is True else value
+             for flag, value in (("--plot-per-label", args.plot_per_label),
+                                 ("--pspace", args.pspace))}
     check_outputs({"--json": args.json, "--plot": args.plot, "--csv": args.csv,
                    "--squares": args.squares, "--judges-csv": args.judges_csv,
                    "--judges-plot": args.judges_plot, "--html": args.html,
-                   "--plot-per-label": args.plot_per_label, "--pspace": args.pspace},
+                   **files},
                   inputs=[args.path], force=args.force,
                   suffixes={"--json": (".json",), "--plot": images, "--csv": (".csv",),
                             "--squares": images, "--judges-csv": (".csv",),

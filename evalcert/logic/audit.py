@@ -112,6 +112,13 @@ class AuditReport(PageMixin, ResultMixin):
     population : tuple of PopulationBound
         Upper confidence bounds on the population's ``T`` (``--population``), for M=1 and
         the chosen M (:mod:`evalcert.logic.population`).
+    label_curves : list of dict or None
+        Fig. 8 as numbers (``--plot-per-label``): per label the sorted exact values of the
+        keys with items of it, thinned to :data:`LABEL_POINTS`
+        (:meth:`~evalcert.logic.MinMaxCurve.label_curves`).
+    pspace : dict or None
+        Fig. 2 as numbers (``--pspace``): stage sizes, class counts and a bounded sample of
+        each grader's points (:func:`~evalcert.logic.pspace.pspace_summary`).
 
     Examples
     --------
@@ -138,6 +145,8 @@ class AuditReport(PageMixin, ResultMixin):
     bounds: LabelBounds | None = None
     judges: Any = None
     population: tuple[Any, ...] = ()
+    label_curves: list[dict[str, Any]] | None = None
+    pspace: dict[str, Any] | None = None
 
     def to_frame(self) -> Any:
         """The per-judge table when built (``judges``), else the per-(grader, label) accuracy
@@ -171,6 +180,18 @@ class AuditReport(PageMixin, ResultMixin):
                      "statement; this test's T is exact)")
         for bound in self.population:
             text += "\n" + bound.sentence()
+        if self.label_curves is not None:
+            text += "\nper-label min-max (Fig. 8, M=1): " + "; ".join(
+                f"{c['label']} {c['min']} to {c['max']} over {c['n_keys']} keys"
+                for c in self.label_curves if c["n_keys"])
+        if self.pspace is not None:
+            p = self.pspace
+            runs = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in p["shared_prevalences"])
+            text += (f"\nP-space (Fig. 2, M=1): " + (
+                f"no prevalence lets every grader clear x = {p['threshold']} (fires)"
+                if p["fires"] else f"every grader can clear x = {p['threshold']} at "
+                f"Q_{p['labels'][0]} in {runs}{' ...' if p['shared_truncated'] else ''} "
+                f"({p['n_shared']} of {p['n_items'] + 1} prevalences)"))
         return text
 
     def to_dict(self, full_curve: bool = False) -> dict[str, Any]:
@@ -186,7 +207,8 @@ class AuditReport(PageMixin, ResultMixin):
                "bounds": self.bounds.to_dict() if self.bounds is not None else None,
                "judges": self.judges.to_dict() if self.judges is not None else None,
                "population": ({b.m: b.to_dict() for b in self.population}
-                              if self.population else None)}
+                              if self.population else None),
+               "label_curves": self.label_curves, "pspace": self.pspace}
         if full_curve and self.result.curve is not None:
             c = self.result.curve
             out["curve"] = {**(self.curve_summary or {}), "keys": c.keys.tolist(),
@@ -243,9 +265,10 @@ class AuditSpec:
     page : the HTML page is wanted (``--html``): keep the M=1 min-max curve and build the
         per-judge table when the input allows them (a complete judge log, exact ``T``),
         without failing when it does not
-    plot_per_label : draw Fig. 8, the per-label M=1 min-max curves, here
+    plot_per_label : draw Fig. 8, the per-label M=1 min-max curves, here (True: no file,
+        only the numbers in the report, for the page and the JSON)
     pspace : draw Fig. 2, each grader's M=1 evaluations in P-space with the threshold's
-        region, here (two labels)
+        region, here (two labels; True: no file, only the numbers)
 
     Examples
     --------
@@ -294,8 +317,8 @@ class AuditSpec:
     progress: bool = False
     verbose: bool = False
     page: bool = False
-    plot_per_label: str | Path | None = None
-    pspace: str | Path | None = None
+    plot_per_label: str | Path | bool | None = None
+    pspace: str | Path | bool | None = None
 
 
 def run_audit(spec: AuditSpec | str | Path, threshold: Any = None, **options: Any
@@ -482,7 +505,9 @@ def _run(spec: AuditSpec) -> AuditReport:
 
         plot_minmax_curve(curve, plot, alarm_result=result)
         notes += (f"min-max curve written to {plot}",)
-    notes += _paper_figures(spec, data, curve, result)
+    views, figure_notes = _paper_figures(spec, data, curve, result)
+    notes += figure_notes
+    extras.update(views)
     if curve is not None:
         v = curve.values()
         k_max, k_min = int(np.argmax(v)), int(np.argmin(v))
@@ -683,37 +708,61 @@ def _check_paper_figures(spec: AuditSpec, data: Any, bounds: dict[str, Any]) -> 
                              f"{list(data.labels)}")
         if bounds["lower"] is not None or bounds["upper"] is not None:
             raise InputError("--pspace draws the whole prevalence range; drop --lower/--upper")
+        if spec.pspace is not True:                     # sized before the audit runs
+            from evalcert.logic.pspace import MAX_POINTS, pspace_size
+
+            counts = data.label_counts() if isinstance(data, Decisions) else data
+            size = sum(pspace_size(counts.n_items, counts.array[i], "axioms")
+                       for i in range(min(len(counts.graders), PSPACE_GRADERS)))
+            if size > MAX_POINTS:
+                raise InputError(f"--pspace {spec.pspace}: {size:,} evaluations to draw at "
+                                 f"Q = {counts.n_items} (limit {MAX_POINTS:,}); give --pspace "
+                                 "without a file and --json/--html for its numbers")
 
 
 #: most graders drawn by ``--pspace`` (one 3-D panel each)
 PSPACE_GRADERS = 6
 #: largest a-priori set drawn behind the graders' points (Fig. 2 itself)
 PSPACE_BACKGROUND = 20_000
+#: points per label of Fig. 8 in the report (JSON, page) and in the figure drawn from it
+LABEL_POINTS = 500
+#: points per grader of Fig. 2 listed in the report (the class counts cover all)
+PSPACE_POINTS = 200
 
 
 def _paper_figures(spec: AuditSpec, data: Any, curve: Any, result: AlarmResult
-                   ) -> tuple[str, ...]:
-    """Draw Fig. 8 (per-label curves) and Fig. 2 (P-space) when asked; the notes."""
+                   ) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Fig. 8 (per-label curves) and Fig. 2 (P-space) when asked: their numbers for the
+    report, each figure drawn when a file was named; the notes."""
     notes: tuple[str, ...] = ()
+    views: dict[str, Any] = {}
     if spec.plot_per_label is not None:
-        from evalcert.plots.alarms import plot_label_curves
+        views["label_curves"] = curve.label_curves(LABEL_POINTS)
+        if spec.plot_per_label is not True:
+            from evalcert.plots.alarms import plot_label_curves
 
-        plot_label_curves(curve, spec.plot_per_label, threshold=float(result.threshold))
-        notes += (f"per-label min-max curves (Fig. 8) written to {spec.plot_per_label}",)
+            plot_label_curves(curve, spec.plot_per_label, threshold=float(result.threshold),
+                              max_points=LABEL_POINTS)
+            notes += (f"per-label min-max curves (Fig. 8) written to {spec.plot_per_label}",)
     if spec.pspace is not None:
-        from evalcert.logic.pspace import pspace_evaluations, pspace_size
-        from evalcert.plots.alarms import plot_pspace
+        from evalcert.logic.pspace import pspace_evaluations, pspace_size, pspace_summary
 
         counts = data.label_counts() if isinstance(data, Decisions) else data
-        shown = counts.graders[:PSPACE_GRADERS]
-        spaces = [pspace_evaluations(counts.n_items, counts.array[i], "axioms", counts.labels)
-                  for i in range(len(shown))]
-        back = (pspace_evaluations(counts.n_items, stage="a priori", labels=counts.labels)
-                if pspace_size(counts.n_items) <= PSPACE_BACKGROUND else None)
-        plot_pspace(spaces, spec.pspace, result.threshold, graders=shown, background=back,
-                    seed=spec.seed)
-        more = (f" (the first {len(shown)} of {len(counts.graders)} graders)"
-                if len(shown) < len(counts.graders) else "")
-        notes += (f"P-space view (Fig. 2) of the M=1 evaluations at x = {result.threshold} "
-                  f"written to {spec.pspace}{more}",)
-    return notes
+        views["pspace"] = pspace_summary(counts.n_items, counts.array.tolist(),
+                                         result.threshold, counts.graders, counts.labels,
+                                         max_points=PSPACE_POINTS)
+        if spec.pspace is not True:
+            from evalcert.plots.alarms import plot_pspace
+
+            shown = counts.graders[:PSPACE_GRADERS]
+            spaces = [pspace_evaluations(counts.n_items, counts.array[i], "axioms",
+                                         counts.labels) for i in range(len(shown))]
+            back = (pspace_evaluations(counts.n_items, stage="a priori", labels=counts.labels)
+                    if pspace_size(counts.n_items) <= PSPACE_BACKGROUND else None)
+            plot_pspace(spaces, spec.pspace, result.threshold, graders=shown,
+                        background=back, seed=spec.seed)
+            more = (f" (the first {len(shown)} of {len(counts.graders)} graders)"
+                    if len(shown) < len(counts.graders) else "")
+            notes += (f"P-space view (Fig. 2) of the M=1 evaluations at x = "
+                      f"{result.threshold} written to {spec.pspace}{more}",)
+    return views, notes

@@ -38,11 +38,13 @@ from evalcert.errors import InputError
 from evalcert.results import ResultMixin, format_table
 
 __all__ = ["STAGES", "MAX_POINTS", "PSpace", "pspace_evaluations", "pspace_size",
-           "shared_prevalences"]
+           "shared_prevalences", "pspace_summary", "CLASSES"]
 
 STAGES = ("a priori", "inequalities", "axioms")
 #: most points enumerated (each is three int64)
 MAX_POINTS = 5_000_000
+#: the classes of an axioms-stage point at a threshold (as :func:`plot_pspace` colours them)
+CLASSES = ("below x", "clears x alone", "clears x with every grader")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,3 +221,102 @@ def shared_prevalences(spaces: Sequence[PSpace], threshold: Any) -> np.ndarray:
         here[s.q_a[s.clears(threshold)]] = True
         ok &= here
     return np.flatnonzero(ok)
+
+
+def _runs(values: np.ndarray, limit: int) -> tuple[list[list[int]], bool]:
+    """Sorted ints as ``[[first, last], ...]`` runs of consecutive values (at most
+    ``limit``; the flag says whether runs were left out)."""
+    if not len(values):
+        return [], False
+    breaks = np.flatnonzero(np.diff(values) != 1)
+    starts = np.concatenate([[values[0]], values[breaks + 1]])
+    ends = np.concatenate([values[breaks], [values[-1]]])
+    runs = [[int(a), int(b)] for a, b in zip(starts, ends)]
+    return runs[:limit], len(runs) > limit
+
+
+def _axiom_ranges(q: int, decided: Sequence[int], x: Fraction
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per prevalence ``Q_a = 0..Q``: the axioms-stage ``R_aa`` range ``[lo, hi]`` and the
+    least ``R_aa`` that clears ``x`` on both labels (closed form, no enumeration)."""
+    r_a, r_b = _decided(q, decided)
+    num, den = x.numerator, x.denominator
+    qa = np.arange(q + 1, dtype=np.int64)
+    lo, hi = np.maximum(0, qa - r_b), np.minimum(qa, r_a)
+    # R_aa * den > num * Q_a  and  (R_aa + R_b - Q_a) * den > num * (Q - Q_a)
+    need_a = np.where(qa > 0, (num * qa) // den + 1, 0)
+    need_b = np.where(qa < q, (num * (q - qa)) // den + 1 + qa - r_b, np.iinfo(np.int64).min)
+    return lo, hi, np.maximum(np.maximum(need_a, need_b), lo)
+
+
+def pspace_summary(n_items: int, decided: Sequence[Sequence[int]], threshold: Any,
+                   graders: Sequence[str] | None = None, labels: Sequence[str] = ("a", "b"),
+                   *, max_points: int = 200, max_runs: int = 50) -> dict[str, Any]:
+    """Fig. 2 as numbers (JSON-able, bounded, computed in closed form per prevalence,
+    without enumerating the points): per grader its decided counts ``(R_a, R_b)``, the size
+    of each stage of Sec. II (:func:`pspace_size`), how many axioms-stage points fall in
+    each of :data:`CLASSES` at ``threshold``, the prevalences ``Q_a`` where it can clear
+    ``x`` (runs ``[first, last]``), and at most ``max_points`` of its points
+    ``[Q_a, R_aa, R_bb, class]`` (evenly spaced in :func:`pspace_evaluations`' order,
+    first and last kept; ``max_points`` >= 2); and the prevalences where every grader can clear ``x`` (empty
+    iff the M=1 alarm fires).
+
+    Every point follows from ``n_items``, ``decided`` and ``threshold``
+    (:func:`pspace_evaluations` with stage ``"axioms"``); the listed points are a sample
+    of them, the class counts are exact over all of them.
+
+    Examples
+    --------
+    >>> s = pspace_summary(10, [(4, 6), (7, 3)], "1/2", ["i", "j"], max_points=3)
+    >>> s["shared_prevalences"], s["graders"][0]["stages"], s["graders"][0]["classes"]
+    ([[5, 7]], {'a priori': 286, 'inequalities': 210, 'axioms': 35}, {'below x': 24, \
+'clears x alone': 7, 'clears x with every grader': 4})
+    >>> s["graders"][0]["points"]
+    [[0, 0, 6, 'clears x alone'], [5, 2, 3, 'below x'], [10, 4, 0, 'below x']]
+    """
+    from evalcert.logic.summaries import as_threshold
+
+    q = int(n_items)
+    if q < 1 or not len(decided):
+        raise InputError("pspace_summary needs Q >= 1 and each grader's decided counts")
+    if len(labels) != 2:
+        raise InputError(f"labels {list(labels)}: the P-space view is for two labels")
+    names = list(graders) if graders is not None else [f"grader {k + 1}"
+                                                        for k in range(len(decided))]
+    x = as_threshold(threshold)
+    max_points = max(int(max_points), 2)                # both ends kept
+    ranges = [_axiom_ranges(q, d, x) for d in decided]
+    can = [hi >= least for _, hi, least in ranges]          # grader can clear x at Q_a
+    shared = np.flatnonzero(np.logical_and.reduce(can))
+    rows = []
+    for d, name, (lo, hi, least), ok in zip(decided, names, ranges, can):
+        size = np.maximum(hi - lo + 1, 0)
+        n_clear = np.maximum(hi - least + 1, 0)
+        on_shared = np.zeros(q + 1, dtype=bool)
+        on_shared[shared] = True
+        n = int(size.sum())
+        ks = (np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+              if n > max_points else np.arange(n))
+        start = np.cumsum(size) - size
+        qa = np.searchsorted(start + size, ks, side="right")
+        r_aa = lo[qa] + ks - start[qa]
+        r_bb = r_aa + int(d[1]) - qa
+        cls = np.where(r_aa < least[qa], 0, np.where(on_shared[qa], 2, 1))
+        runs, more = _runs(np.flatnonzero(ok), max_runs)
+        rows.append({
+            "grader": name, "decided": [int(v) for v in d],
+            "stages": {st: pspace_size(q, d, st) for st in STAGES},
+            "classes": {CLASSES[0]: n - int(n_clear.sum()),
+                        CLASSES[1]: int(n_clear[~on_shared].sum()),
+                        CLASSES[2]: int(n_clear[on_shared].sum())},
+            "clears_at": runs, "clears_at_truncated": more,
+            "points": [[int(a), int(b), int(c), CLASSES[k]]
+                       for a, b, c, k in zip(qa, r_aa, r_bb, cls)],
+            "points_total": n})
+    runs, more = _runs(shared, max_runs)
+    return {"figure": "Fig. 2", "n_items": q, "labels": [str(v) for v in labels],
+            "threshold": str(x), "stage": "axioms", "fires": not len(shared),
+            "shared_prevalences": runs, "shared_truncated": more,
+            "n_shared": int(len(shared)), "graders": rows,
+            "points_note": f"at most {max_points} points per grader, evenly spaced in "
+                           "(Q_a, R_aa) order; class counts are over every point"}

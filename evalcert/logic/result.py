@@ -59,6 +59,45 @@ class MinMaxCurve(ResultMixin):
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, self.label_numer[:, label] / np.maximum(den, 1), np.nan)
 
+    def label_curves(self, max_points: int = 500) -> list[dict[str, Any]]:
+        """Fig. 8 as numbers: per label, the exact values ``min_i min(q_l, R_{l,i}) / q_l``
+        of the keys with ``q_l > 0``, sorted, thinned to at most ``max_points`` points
+        (evenly spaced ranks, both extremes kept; ``positions`` are the ranks among the
+        ``n_keys`` sorted values), with the exact range and a key attaining each end.
+
+        Bounded: ``R x max_points`` values whatever the number of keys; ``thinned`` says
+        whether points were left out.
+
+        Examples
+        --------
+        >>> from evalcert.datasets.mtbench import paper_summaries
+        >>> from evalcert.logic.alarms import minmax_curve
+        >>> a = minmax_curve(paper_summaries()).label_curves(max_points=5)[0]
+        >>> a["label"], a["n_keys"], a["min"], a["max"], a["positions"], a["thinned"]
+        ('a', 325, '4/25', '1', [0, 81, 162, 243, 324], True)
+        """
+        out = []
+        max_points = max(int(max_points), 2)            # both extremes kept
+        for l, label in enumerate(self.labels):
+            defined = np.flatnonzero(self.label_denom[:, l] > 0)
+            vals = self.label_values(l)[defined]
+            order = defined[np.argsort(vals, kind="stable")]   # float order is exact here
+            n = len(order)
+            if n > max_points:
+                pos = np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
+            else:
+                pos = np.arange(n)
+            exact = [Fraction(int(self.label_numer[k, l]), int(self.label_denom[k, l]))
+                     for k in order[pos]]
+            out.append({"label": label, "n_keys": n,
+                        "min": str(exact[0]) if n else None,
+                        "max": str(exact[-1]) if n else None,
+                        "argmin": self.keys[order[0]].tolist() if n else None,
+                        "argmax": self.keys[order[-1]].tolist() if n else None,
+                        "positions": pos.tolist(), "values": [str(v) for v in exact],
+                        "thinned": bool(len(pos) < n)})
+        return out
+
     def to_frame(self) -> Any:
         """One row per answer key: its label counts and ``v(q)`` (exact numerator and
         denominator, and as a float)."""

@@ -118,17 +118,12 @@ def plot_label_curves(result: AlarmResult | MinMaxCurve,
     curve = _curve_of(result)
     fig = _new_figure()
     ax = fig.add_subplot()
-    for l, label in enumerate(curve.labels):
-        vals = curve.label_values(l)
-        defined = np.flatnonzero(~np.isnan(vals))
-        if not len(defined):
+    for line in curve.label_curves(max_points):     # the numbers the JSON holds
+        if not line["n_keys"]:
             continue
-        lo, hi = (defined[f(vals[defined])] for f in (np.argmin, np.argmax))
-        exact = [Fraction(int(curve.label_numer[k, l]), int(curve.label_denom[k, l]))
-                 for k in (lo, hi)]
-        xs, ys = _downsample(np.sort(vals[defined]), max_points)
-        ax.plot(xs, ys, ".", ms=3, label=f"label {label}: {len(defined):,} keys, "
-                f"{exact[0]} to {exact[1]}")
+        ys = [float(Fraction(v)) for v in line["values"]]
+        ax.plot(line["positions"], ys, ".", ms=3, label=f"label {line['label']}: "
+                f"{line['n_keys']:,} keys, {line['min']} to {line['max']}")
     if threshold is None and isinstance(result, AlarmResult):
         threshold = float(result.threshold)
     if threshold is not None:

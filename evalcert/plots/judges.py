@@ -32,10 +32,17 @@ def plot_judges(table: Any, path: str | Path | None = None) -> Figure:
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     y = np.arange(len(rows))
+    labelled = False
     for k, r in enumerate(rows):
         if r.min_accuracy is not None:
-            ax.barh(k, float(r.max_accuracy) - float(r.min_accuracy), left=float(r.min_accuracy),
-                    height=0.6, color="0.85", label="exact range at T" if k == 0 else None)
+            lo, hi = float(r.min_accuracy), float(r.max_accuracy)
+            label = None if labelled else "exact range at T"
+            labelled = True
+            if hi - lo < 0.004:  # one exact value: a bar of no width would not show
+                ax.plot([lo, lo], [k - 0.3, k + 0.3], color="0.6", lw=3, label=label,
+                        solid_capstyle="butt")
+            else:
+                ax.barh(k, hi - lo, left=lo, height=0.6, color="0.85", label=label)
         if r.ds_ci_low is not None:
             ax.plot([r.ds_ci_low, r.ds_ci_high], [k, k], color="C0", lw=2)
         ax.plot(r.ds_accuracy, k, "o", color="C3" if r.flag else "C0")

@@ -91,6 +91,97 @@ def _curve_figure(result: Any) -> Figure | None:
                           "is T_1. The dashed line is x.", id="curve")
 
 
+def _label_curves_section(report: Any, result: Any) -> Section | None:
+    """Fig. 8 (``--plot-per-label``): the figure drawn from the report's numbers and a
+    table of each label's exact range."""
+    curves = getattr(report, "label_curves", None)
+    if curves is None or result.curve is None:
+        return None
+    from fractions import Fraction
+
+    from evalcert.logic.audit import LABEL_POINTS
+    from evalcert.plots.alarms import plot_label_curves
+
+    fig = plot_label_curves(result.curve, threshold=float(result.threshold),
+                            max_points=LABEL_POINTS)
+    rows = tuple((c["label"], c["n_keys"],
+                  Fraction(c["min"]) if c["min"] is not None else None,
+                  " / ".join(map(str, c["argmin"] or ())) or "–",
+                  Fraction(c["max"]) if c["max"] is not None else None,
+                  " / ".join(map(str, c["argmax"] or ())) or "–",
+                  len(c["values"])) for c in curves)
+    return Section("Per-label min-max curves (Fig. 8)", (
+        Figure(figure_uri(fig), alt="per-label min-max curves",
+               caption="Per label, the best accuracy of the worst grader at each answer key "
+                       "with items of the label (M=1), each label sorted on its own; a "
+                       "label whose range reaches 1 cannot carry an alarm alone. The "
+                       "dashed line is x.", id="label-curves-figure"),
+        Table(("label", "keys with items of it", "min", "key at min", "max", "key at max",
+               "points drawn"), rows, id="label-curves",
+              caption="Exact range of each label's curve (keys as label counts "
+                      f"{' / '.join(result.labels)}); the JSON's label_curves holds the "
+                      "points drawn")), id="label-curves-section")
+
+
+def _pspace_section(report: Any) -> Section | None:
+    """Fig. 2 (``--pspace``): the figure recomputed from the report's decided counts, a
+    table of stage sizes and point classes per grader, and the shared prevalences."""
+    ps = getattr(report, "pspace", None)
+    if ps is None:
+        return None
+    from fractions import Fraction
+
+    from evalcert.logic.audit import PSPACE_BACKGROUND, PSPACE_GRADERS
+    from evalcert.logic.pspace import (CLASSES, MAX_POINTS, STAGES, pspace_evaluations,
+                                       pspace_size)
+
+    q, labels, a = ps["n_items"], ps["labels"], ps["labels"][0]
+    stages = STAGES[1:]                 # "a priori" is the same for every grader: caption
+    rows = tuple((g["grader"], *g["decided"], *(g["stages"][st] for st in stages),
+                  *(g["classes"][c] for c in CLASSES),
+                  ", ".join(f"{x}" if x == y else f"{x}-{y}" for x, y in g["clears_at"])
+                  + (" ..." if g["clears_at_truncated"] else "") or "none")
+                 for g in ps["graders"])
+    table = Table(("grader", f"decided {labels[0]}", f"decided {labels[1]}", *stages,
+                   *CLASSES, f"clears x at Q_{a}"), rows, id="pspace",
+                  caption=f"Per grader: its evaluations once the decided counts' "
+                          "inequalities hold, then the M=1 axiom (a priori there are "
+                          f"{pspace_size(q):,} for every grader), and the axiom-stage points "
+                          f"by class at x = {ps['threshold']}")
+    runs = ", ".join(f"{x}" if x == y else f"{x}-{y}" for x, y in ps["shared_prevalences"])
+    sentence = (f"No prevalence Q_{a} lets every grader clear x = {ps['threshold']}: the M=1 "
+                "alarm fires." if ps["fires"] else
+                f"Every grader can clear x = {ps['threshold']} at Q_{a} in {runs}"
+                + (" ..." if ps["shared_truncated"] else "")
+                + f" ({ps['n_shared']} of {q + 1} prevalences, P_{a} from "
+                f"{ps['shared_prevalences'][0][0] / q:.4g} to "
+                f"{ps['shared_prevalences'][-1][1] / q:.4g}): the M=1 alarm is silent.")
+    shown = ps["graders"][:PSPACE_GRADERS]
+    size = sum(g["stages"]["axioms"] for g in shown)
+    blocks: list[Any] = [Text(sentence, "p")]
+    if size <= MAX_POINTS:
+        from evalcert.plots.alarms import plot_pspace
+
+        spaces = [pspace_evaluations(q, g["decided"], "axioms", labels) for g in shown]
+        back = (pspace_evaluations(q, stage="a priori", labels=labels)
+                if pspace_size(q) <= PSPACE_BACKGROUND else None)
+        fig = plot_pspace(spaces, threshold=Fraction(ps["threshold"]),
+                          graders=[g["grader"] for g in shown], background=back)
+        more = (f" (the first {len(shown)} of {len(ps['graders'])} graders)"
+                if len(shown) < len(ps["graders"]) else "")
+        blocks.append(Figure(figure_uri(fig), alt="evaluations in P-space",
+                             caption="Each grader's evaluations allowed by the M=1 axiom in "
+                                     f"P-space{more}: green where it clears x at a "
+                                     "prevalence where every grader can, orange where it "
+                                     "clears x alone, grey below x; faint: the a-priori set.",
+                             id="pspace-figure"))
+    else:
+        blocks.append(Text(f"The figure is left out: {size:,} points (limit {MAX_POINTS:,}); "
+                           "the table counts them all.", "note"))
+    blocks.append(table)
+    return Section("P-space (Fig. 2)", tuple(blocks), id="pspace-section")
+
+
 def page_from_audit(report: Any, *, source: str | None = None, command: str | None = None,
                     limit: int = 20) -> Page:
     """The page of an :class:`~evalcert.logic.audit.AuditReport` (``evalcert audit``) or of
@@ -152,6 +243,9 @@ def page_from_audit(report: Any, *, source: str | None = None, command: str | No
     figure = _curve_figure(result)
     if figure is not None:
         sections.append(Section("Min-max curve", (figure,), id="curve-section"))
+    for extra in (_label_curves_section(report, result), _pspace_section(report)):
+        if extra is not None:
+            sections.append(extra)
     judges = getattr(report, "judges", None)
     if judges is not None and getattr(judges, "rows", None):
         from evalcert.plots.judges import plot_judges

@@ -150,3 +150,36 @@ def test_density_through_the_cli(tmp_path, capsys):
     code = main(["irt", "fit", str(path), "--model", "rasch", "--density", "davidian-1"])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2 and "--density" in err
+
+
+@pytest.mark.parametrize("standardise", [True, False])
+def test_histogram_maximise_is_the_convex_optimum_over_masses(standardise):
+    # items held fixed, the marginal log-likelihood in the masses is concave: the barrier
+    # Newton method against cvxpy (Clarabel, exponential cone) on the same problem, and
+    # never below one EM step of the masses from the same point
+    import cvxpy as cp
+
+    rng = np.random.default_rng(5)
+    z = np.linspace(-6, 6, 25)
+    theta = np.concatenate([rng.normal(-1.1, 0.5, 150), rng.normal(0.9, 0.4, 250)])
+    L = np.exp(-0.5 * (theta[:, None] - z[None, :]) ** 2 / rng.uniform(0.2, 0.6, (400, 1)))
+    h = Histogram(z, standardise=standardise)
+    post = L * np.exp(h.params)
+    post /= post.sum(1, keepdims=True)
+    em = Histogram(z, standardise=standardise)
+    em.update(z, post.sum(0))
+    h.maximise(z, post)
+    w = np.exp(h.params)
+    loglik = lambda v: float(np.log(L @ v).sum())  # noqa: E731
+    v = cp.Variable(z.size, nonneg=True)
+    cons = [cp.sum(v) == 1] + ([z @ v == 0, (z * z) @ v == 1] if standardise else [])
+    cp.Problem(cp.Maximize(cp.sum(cp.log(L @ v))), cons).solve(solver=cp.CLARABEL)
+    assert loglik(w) >= loglik(np.maximum(v.value, 0)) - 1e-6 * 400
+    assert loglik(w) >= loglik(np.exp(em.params)) - 1e-9
+    assert w.sum() == pytest.approx(1.0, abs=1e-12)
+    if standardise:
+        assert abs(w @ z) < 1e-9 and w @ z ** 2 == pytest.approx(1.0, abs=1e-9)
+    else:          # unconstrained masses: the optimum's fixed point w = mean posterior
+        post_w = L * w
+        post_w /= post_w.sum(1, keepdims=True)
+        np.testing.assert_allclose(post_w.mean(0), w, atol=1e-7)

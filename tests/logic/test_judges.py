@@ -99,3 +99,27 @@ def test_exact_columns_come_from_the_bounds_and_binding(tmp_path):
         if r.binds:
             assert r.max_accuracy == T
     assert report.summary().startswith("judges: ")
+
+
+def test_plot_judges_shows_an_exact_range_of_one_value():
+    """A judge whose exact range is one value (min == max) still gets a visible mark; a
+    zero-width bar would not show (seen on a page: the binding judge had no grey mark)."""
+    import dataclasses
+    from fractions import Fraction
+
+    from evalcert.logic.judges import judge_table
+    from evalcert.logic.simulate import simulate_decisions
+    from evalcert.plots.judges import plot_judges
+
+    table = judge_table(simulate_decisions(100, 2, 3, seed=0), n_boot=0)
+    ranges = [(Fraction(1, 2), Fraction(1, 2)), (Fraction(1, 2), Fraction(3, 4)), (None, None)]
+    rows = tuple(dataclasses.replace(r, min_accuracy=lo, max_accuracy=hi)
+                 for r, (lo, hi) in zip(table.rows, ranges))
+    ax = plot_judges(dataclasses.replace(table, rows=rows, T=Fraction(1, 2))).axes[0]
+    bars = [p for p in ax.patches if p.get_width() > 0]
+    ticks = [ln for ln in ax.lines if ln.get_label() == "exact range at T"
+             or (len(set(ln.get_xdata())) == 1 and len(ln.get_xdata()) == 2
+                 and ln.get_color() == "0.6")]
+    assert len(bars) == 1 and abs(bars[0].get_width() - 0.25) < 1e-12
+    assert len(ticks) == 1 and list(ticks[0].get_xdata()) == [0.5, 0.5]
+    assert [t.get_text() for t in ax.get_legend().get_texts()].count("exact range at T") == 1

@@ -103,3 +103,70 @@ def test_cli_pspace_refuses_bounds(tmp_path):
     code, _, err = run_cli(["audit", str(log), "--labels", "a,b", "--lower", "1,1",
                             "--pspace", str(tmp_path / "p.png")])
     assert code == 2 and "--lower/--upper" in err
+
+
+def test_label_curves_are_the_exact_sorted_values_and_the_figure_draws_them():
+    """MinMaxCurve.label_curves (the JSON's label_curves) against a brute force over the
+    keys; plot_label_curves draws exactly those points."""
+    counts = paper_summaries()
+    curve = minmax_curve(counts)
+    mins = counts.array.min(axis=0)
+    for max_points in (7, 5000):
+        lines = plot_label_curves(curve, max_points=max_points).axes[0].get_lines()
+        for l, (c, line) in enumerate(zip(curve.label_curves(max_points), lines)):
+            want = sorted(Fraction(min(k[l], int(mins[l])), k[l])
+                          for k in curve.keys.tolist() if k[l] > 0)
+            got = [Fraction(v) for v in c["values"]]
+            assert c["n_keys"] == len(want) and c["label"] == counts.labels[l]
+            assert got == [want[p] for p in c["positions"]]
+            assert (Fraction(c["min"]), Fraction(c["max"])) == (want[0], want[-1])
+            assert c["positions"][0] == 0 and c["positions"][-1] == len(want) - 1
+            assert c["thinned"] == (len(want) > max_points) and len(got) <= max_points
+            for key, end in ((c["argmin"], want[0]), (c["argmax"], want[-1])):
+                assert Fraction(min(key[l], int(mins[l])), key[l]) == end
+            assert list(line.get_xdata()) == c["positions"]
+            assert list(line.get_ydata()) == [float(v) for v in got]
+
+
+def test_cli_views_without_a_file_go_to_the_json_and_the_text(tmp_path):
+    log, out = tmp_path / "bin.csv", tmp_path / "a.json"
+    _binary_log(log)
+    code, text, err = run_cli(["audit", str(log), "--labels", "a,b", "--threshold", "0.6",
+                               "--plot-per-label", "--pspace", "--json", str(out)])
+    assert code == 0, err
+    data = __import__("json").loads(out.read_text())
+    assert [c["label"] for c in data["label_curves"]] == ["a", "b"]
+    assert data["pspace"]["labels"] == ["a", "b"] and data["pspace"]["threshold"] == "3/5"
+    assert "per-label min-max (Fig. 8, M=1): a " in text and "P-space (Fig. 2, M=1)" in text
+    assert "written to" not in err and not list(tmp_path.glob("*.png"))
+    code, _, _ = run_cli(["audit", str(log), "--labels", "a,b", "--json", str(out),
+                          "--force"])
+    data = __import__("json").loads(out.read_text())
+    assert data["label_curves"] is None and data["pspace"] is None       # not asked
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--plot-per-label"], "without FILE"),
+    (["--pspace"], "without FILE"),
+    (["--plot-per-label", "--json", "-"], "--json -"),
+    (["--plot-per-label", "nodir/f8.png"], "folder"),
+    (["--pspace", "nodir/f2.png", "--html", "p.html"], "folder"),
+    (["--pspace", "--html", "nodir/p.html"], "folder"),
+])
+def test_cli_view_flags_refused_in_one_line(tmp_path, extra, message):
+    log = tmp_path / "bin.csv"
+    _binary_log(log)
+    extra = [str(tmp_path / e) if e.startswith(("nodir", "p.")) else e for e in extra]
+    code, out, err = run_cli(["audit", str(log), "--labels", "a,b", *extra])
+    assert code == 2 and message in err and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_cli_pspace_file_sized_before_the_audit(tmp_path):
+    summary = tmp_path / "counts.json"
+    summary.write_text('{"g1": {"a": 3000, "b": 3000}, "g2": {"a": 2500, "b": 3500}}')
+    code, _, err = run_cli(["audit", str(summary), "--pspace", str(tmp_path / "p.png")])
+    assert code == 2 and "without a file" in err
+    code, _, err = run_cli(["audit", str(summary), "--pspace", "--json",
+                            str(tmp_path / "p.json")])
+    assert code == 0, err

@@ -99,3 +99,55 @@ def test_refusals():
     assert pspace_size(400) > MAX_POINTS
     with pytest.raises(InputError, match="stage"):
         pspace_evaluations(4, (2, 2), stage="nope")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40).flatmap(lambda q: st.tuples(
+    st.just(q), st.lists(st.integers(0, q), min_size=1, max_size=4),
+    st.fractions(0, 1, max_denominator=12), st.integers(2, 30))))
+def test_summary_in_closed_form_equals_the_enumeration(case):
+    """pspace_summary counts classes per prevalence without enumerating; the enumerated
+    axioms-stage points, classified as plot_pspace colours them, give the same numbers, and
+    every listed point is one of them with its class."""
+    from evalcert.logic.pspace import CLASSES, pspace_summary
+
+    q, r_as, x, max_points = case
+    decided = [(r, q - r) for r in r_as]
+    spaces = [pspace_evaluations(q, d, "axioms") for d in decided]
+    shared = shared_prevalences(spaces, x)
+    s = pspace_summary(q, decided, x, max_points=max_points)
+    assert s["fires"] == (not len(shared))
+    runs = [v for a, b in s["shared_prevalences"] for v in range(a, b + 1)]
+    assert runs == shared.tolist() and s["n_shared"] == len(shared)
+    for space, row in zip(spaces, s["graders"]):
+        clears = space.clears(x)
+        here = np.isin(space.q_a, shared)
+        cls = np.where(~clears, 0, np.where(here, 2, 1))
+        assert row["classes"] == {c: int((cls == k).sum()) for k, c in enumerate(CLASSES)}
+        assert row["stages"] == {st_: pspace_size(q, space.decided, st_) for st_ in STAGES}
+        assert row["points_total"] == len(space)
+        clear_at = [v for a, b in row["clears_at"] for v in range(a, b + 1)]
+        assert clear_at == np.unique(space.q_a[clears]).tolist()
+        points = {(a, b, c): CLASSES[k] for a, b, c, k in
+                  zip(space.q_a.tolist(), space.r_aa.tolist(), space.r_bb.tolist(), cls)}
+        listed = row["points"]
+        assert len(listed) == min(max_points, len(space))
+        assert all(points[(a, b, c)] == k for a, b, c, k in listed)
+        if listed:                                   # enumeration order, both ends kept
+            assert listed[0][:3] == [int(space.q_a[0]), int(space.r_aa[0]),
+                                     int(space.r_bb[0])]
+            assert listed[-1][:3] == [int(space.q_a[-1]), int(space.r_aa[-1]),
+                                      int(space.r_bb[-1])]
+            assert listed == sorted(listed, key=lambda p: (p[0], p[1]))
+
+
+def test_summary_is_bounded_at_real_size():
+    """Q = 100,000: no enumeration (the axioms set has billions of points), bounded output."""
+    import json
+
+    from evalcert.logic.pspace import pspace_summary
+
+    s = pspace_summary(100_000, [(60_000, 40_000), (45_000, 55_000)], "0.6", max_points=200)
+    assert s["graders"][0]["points_total"] > 1_000_000_000
+    assert sum(s["graders"][0]["classes"].values()) == s["graders"][0]["points_total"]
+    assert len(json.dumps(s)) < 40_000

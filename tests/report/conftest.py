@@ -49,11 +49,19 @@ def _inputs(folder: Path) -> dict[str, Path]:
     p = rng.uniform(0.3, 0.9, (8, 1))
     pd.DataFrame((rng.random((8, 300)) < p).astype(int), index=[f"m{i}" for i in range(8)],
                  columns=[f"q{j}" for j in range(300)]).to_csv(results, index_label="model")
+    rng_b = np.random.default_rng(1)              # three judges of a two-label test
+    truth = rng_b.integers(0, 2, 60)
+    binary = folder / "binary.csv"
+    pd.DataFrame([(f"q{i}", g, "ab"[t if rng_b.random() < acc else 1 - t])
+                  for g, acc in (("strong", 0.92), ("middle", 0.8), ("weak", 0.65))
+                  for i, t in enumerate(truth)],
+                 columns=["item", "grader", "label"]).to_csv(binary, index=False)
     battles = folder / "battles.csv"
     log, _ = simulate_battles(n_models=14, n_battles=6000, seed=0)
     log.loc[:4, "model_b"] = log.loc[:4, "model_a"]          # 5 self-battles: not counted
     log.to_csv(battles, index=False)
-    return {"scores": scores, "responses": responses, "results": results, "battles": battles}
+    return {"scores": scores, "responses": responses, "results": results, "battles": battles,
+            "binary": binary}
 
 
 @pytest.fixture(scope="session")
@@ -64,6 +72,9 @@ def pages(tmp_path_factory) -> dict[str, Run]:
         "fit": ["fit", str(files["scores"]), "--json", "{json}", "--html", "{html}"],
         "audit": ["audit", str(MTBENCH), "--graders", "authors,gpt4", "--m", "2",
                   "--bounds", "--json", "{json}", "--html", "{html}"],
+        "audit-views": ["audit", str(files["binary"]), "--labels", "a,b", "--threshold",
+                        "0.6", "--plot-per-label", "--pspace", "--json", "{json}",
+                        "--html", "{html}"],
         "irt": ["irt", "fit", str(files["responses"]), "--model", "rasch", "--method", "mml",
                 "--json", "{json}", "--html", "{html}"],
         "curl": ["curl", str(files["scores"]), "--rectangles", "5000", "--boot", "10",

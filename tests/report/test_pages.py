@@ -18,7 +18,7 @@ from evalcert.cli import build_parser
 from tests._cli import run_cli
 from tests.report._html import Page, external_references
 
-VERBS = ("fit", "audit", "irt", "curl", "bench", "compare", "rank", "cat")
+VERBS = ("fit", "audit", "audit-views", "irt", "curl", "bench", "compare", "rank", "cat")
 MAX_BYTES = 2_000_000
 
 
@@ -115,6 +115,45 @@ def test_audit_numbers_equal_json(pages):
     assert len(bounds["rows"]) == len(data["bounds"]["rows"])
     k = bounds["headers"].index("max_accuracy")
     assert [r[k][0] for r in bounds["rows"]] == [r["max_accuracy"] for r in data["bounds"]["rows"]]
+
+
+def test_audit_views_numbers_equal_json(pages):
+    """Fig. 8 and Fig. 2 (``--plot-per-label --pspace`` without files): the page's tables
+    show the JSON's numbers, and its figures are there."""
+    run = pages["audit-views"]
+    page, data = Page(run.text), _json(run)
+    curves = page.tables["label-curves"]
+    heads = curves["headers"]
+    assert len(curves["rows"]) == len(data["label_curves"]) == 2
+    for row, curve in zip(curves["rows"], data["label_curves"]):
+        cell = dict(zip(heads, row))
+        assert cell["label"][0] == curve["label"]
+        assert int(cell["keys with items of it"][1]) == curve["n_keys"]
+        assert Fraction(cell["min"][1]) == Fraction(curve["min"])
+        assert Fraction(cell["max"][1]) == Fraction(curve["max"])
+        assert cell["key at min"][0] == " / ".join(map(str, curve["argmin"]))
+        assert cell["key at max"][0] == " / ".join(map(str, curve["argmax"]))
+        assert int(cell["points drawn"][1]) == len(curve["values"])
+    ps = data["pspace"]
+    table = page.tables["pspace"]
+    heads = table["headers"]
+    assert [r[0][0] for r in table["rows"]] == [g["grader"] for g in ps["graders"]]
+    for row, grader in zip(table["rows"], ps["graders"]):
+        cell = dict(zip(heads, row))
+        assert [int(cell[f"decided {lab}"][1]) for lab in "ab"] == grader["decided"]
+        for name, value in {**grader["stages"], **grader["classes"]}.items():
+            if name != "a priori":
+                assert int(cell[name][1]) == value
+        assert f"a priori there are {grader['stages']['a priori']:,} for every grader" \
+            in page.texts["pspace-section"]
+        runs = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in grader["clears_at"])
+        assert cell["clears x at Q_a"][0] == (runs or "none")
+    section = page.texts["pspace-section"]
+    runs = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ps["shared_prevalences"])
+    assert ("M=1 alarm fires" in section) == ps["fires"] == data["fires"]
+    assert f"Q_a in {runs} ({ps['n_shared']} of {ps['n_items'] + 1} prevalences" in section
+    assert "label-curves-figure" in page.texts and "pspace-figure" in page.texts
+    assert f"T = {data['T']}" in page.texts["verdict"]
 
 
 def test_irt_numbers_equal_json(pages):
@@ -384,6 +423,38 @@ def test_audit_page_under_a_time_limit_shows_the_proven_bounds():
     assert page.verdict.status == "warn"
     assert page.verdict.headline == "Time limit reached: T in [2/3, 4/5] at x = 7/10"
     assert "undecided" in page.verdict.meaning
+
+
+@pytest.mark.parametrize("counts, x, fires, figure", [
+    ({"g1": {"a": 4, "b": 6}, "g2": {"a": 7, "b": 3}}, "0.9", True, True),
+    ({"g1": {"a": 60_000, "b": 40_000}, "g2": {"a": 45_000, "b": 55_000}}, "0.5", False,
+     False),                      # Q = 100,000: billions of points, no figure, same table
+])
+def test_audit_page_views_fire_and_real_size(tmp_path, counts, x, fires, figure):
+    """Fig. 2 on the page when the M=1 alarm fires (no shared prevalence), and at Q =
+    100,000 where the points are too many to draw: the page says so and stays small."""
+    import json as _json_mod
+
+    from evalcert.logic.audit import run_audit
+    from evalcert.report import write_page
+
+    summary = tmp_path / "counts.json"
+    summary.write_text(_json_mod.dumps(counts))
+    report = run_audit(summary, x, plot_per_label=True, pspace=True, page=True)
+    assert report.result.fires == fires == report.pspace["fires"]
+    html = tmp_path / "p.html"
+    write_page(report, html)
+    text = html.read_text(encoding="utf-8")
+    page = Page(text)
+    section = page.texts["pspace-section"]
+    assert ("M=1 alarm fires" in section) == fires
+    assert ("pspace-figure" in page.texts) == figure
+    assert figure or "The figure is left out" in section
+    assert [int(r[page.tables["pspace"]["headers"].index("axioms")][1])
+            for r in page.tables["pspace"]["rows"]] == \
+        [g["stages"]["axioms"] for g in report.to_dict()["pspace"]["graders"]]
+    assert len(text.encode()) < MAX_BYTES and external_references(text, page) == []
+    assert len(_json_mod.dumps(report.to_dict())) < 200_000
 
 
 def test_rank_page_without_bootstrap_and_with_judges():
