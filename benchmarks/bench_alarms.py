@@ -21,13 +21,16 @@ binding pairs at the witness key). Example:
 ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_alarms.py --sweep``.
 
 ``--issue25 [--limit=120] [--only=keep]`` (issue 25, item 4) prints, per size the issue
-names, the target, the measured CPU seconds, their ratio and the peak RSS, on simulated logs
-with correlated judges (:func:`correlated_log`), each alarm run as ``evalcert audit`` runs
-it and stopped at the time limit with its proven bounds ``[lo, hi]`` when it runs past it.
+names (R = 6 and R = 10 labels, half credit, Q = 100,000 included), the target, the CPU
+seconds and peak RSS of one ``evalcert audit FILE --json`` process on a CSV of a simulated
+log with correlated judges (:func:`correlated_log`), their ratio, and the M=1 audit of the
+same file as the in-run reference; a run past the time limit prints its proven bounds
+``[lo, hi]``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import resource
 import statistics
@@ -173,69 +176,116 @@ def correlated_log(n_items: int, n_labels: int, n_graders: int, *, seed: int = 0
                      tuple(f"l{t}" for t in range(n_labels)), tuple(map(tuple, codes.tolist())))
 
 
-def _complete_items(dec):
-    """``(items, graders, labels, codes)`` of the items every grader decided (what
-    ``on_missing="drop"`` keeps)."""
-    keep = [k for k, row in enumerate(dec.codes) if min(row) >= 0]
-    return (tuple(dec.items[k] for k in keep), dec.graders, dec.labels,
-            tuple(dec.codes[k] for k in keep))
+def write_log(dec, path: str) -> None:
+    """A simulated log as the long CSV (item, grader, label) a user would hand the CLI;
+    skipped decisions are absent rows."""
+    import csv
+
+    with open(path, "w", newline="") as fh:
+        out = csv.writer(fh)
+        out.writerow(["item", "grader", "label"])
+        for item, row in zip(dec.items, dec.codes):
+            out.writerows([item, g, dec.labels[c]] for g, c in zip(dec.graders, row) if c >= 0)
+
+
+def audit_process(args: list[str]) -> tuple[float, float, float]:
+    """Run ``python -m evalcert audit ARGS`` as its own process: (CPU s of that process and
+    its threads, wall s, its peak RSS in MB), from ``os.wait4``'s resource usage."""
+    import subprocess
+
+    wall = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "evalcert", "audit", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - wall
+    if proc.returncode != 0:
+        raise RuntimeError(f"evalcert audit {' '.join(args)} exited {proc.returncode}: "
+                           f"{err.decode()[-400:]}")
+    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024
+
+
+#: issue 25's sizes: (case, Q, R, N, items with skips, extra audit flags, target CPU-s,
+#: before). One row per line so that rows added on other branches merge line by line.
+ISSUE25 = [
+    ("keep Q=1000 N=5 10% skips", 1000, 3, 5, 0.10, ["--m", "full", "--on-missing", "keep"],
+     30, "no answer in 600 s"),
+    ("keep Q=1000 N=5 30% skips", 1000, 3, 5, 0.30, ["--m", "full", "--on-missing", "keep"],
+     30, "minutes"),
+    ("keep Q=5000 N=5 10% skips", 5000, 3, 5, 0.10, ["--m", "full", "--on-missing", "keep"],
+     120, "minutes"),
+    ("keep Q=5000 N=5 30% skips", 5000, 3, 5, 0.30, ["--m", "full", "--on-missing", "keep"],
+     120, "-"),
+    ("full joint N=8 Q=1000", 1000, 3, 8, 0.0, ["--m", "full"], 10, "42 (last session 11.2-12.1)"),
+    ("full joint R=4 N=5 Q=1000", 1000, 4, 5, 0.0, ["--m", "full"], 5, "12.5 (last 5.2)"),
+    ("M=2 R=6 N=5 Q=1000", 1000, 6, 5, 0.0, ["--m", "2"], 30, "no answer in 300 s"),
+    ("full joint R=6 N=5 Q=1000", 1000, 6, 5, 0.0, ["--m", "full"], 30, "60 CPU-s"),
+    ("M=2 R=10 N=5 Q=1000", 1000, 10, 5, 0.0, ["--m", "2"], None, "no answer in 300 s"),
+    ("full joint R=10 N=5 Q=1000", 1000, 10, 5, 0.0, ["--m", "full"], None,
+     "no answer in 300 s"),
+    ("full joint ties half Q=300 N=5", 300, 3, 5, 0.0, ["--m", "full", "--ties", "half"], None,
+     "13 CPU-s (level search)"),
+    ("full joint Q=100000 R=3 N=5", 100_000, 3, 5, 0.0, ["--m", "full"], 60,
+     "no answer in 300 s, 923 MB (last 17.8 s)"),
+]
 
 
 def issue25(limit: float) -> None:
-    """The walls issue 25 asks for, as CPU seconds of this process (HiGHS's threads
-    included), each run like ``evalcert audit --json`` (the alarm's defaults: attaining keys
-    and binding pairs included) with ``time_limit=limit`` (a stopped run prints the proven
-    bounds ``[lo, hi]`` and does not meet its target). One simulated log with correlated
-    judges per case; ``ratio`` = target / measured (> 1 meets the target); the reference
-    is the previous session's wall on the same case (issue 25's text). Each ``keep`` case
-    (skipped decisions kept; :class:`~evalcert.logic.missing.SkipKeySearch`) is followed by
-    the same log with ``drop`` (only the items every judge decided) as the in-process
-    reference; ``peak RSS`` is the process's peak so far."""
-    from evalcert.logic.summaries import Decisions
+    """The walls issue 25 asks for: each case is one ``evalcert audit FILE --json OUT
+    --time-limit LIMIT`` process on a CSV of a simulated log with correlated judges
+    (:func:`correlated_log`), as a user runs it (reading, M=1, the judge table's default
+    columns, the exact alarm with attaining keys and binding pairs, writing); CPU s are that
+    process's (HiGHS's threads included), peak RSS its own. A run stopped at the time
+    limit prints the proven bounds ``[lo, hi]`` and does not meet its target. ``ratio`` =
+    target / measured (> 1 meets it); ``before`` is the wall issue 25 (or the last session)
+    measured on the same case. The M=1 audit of the same file is the in-run reference
+    (``/ M=1``); each ``--on-missing keep`` case (skipped decisions kept,
+    :class:`~evalcert.logic.missing.SkipKeySearch`) is followed by the same file with
+    ``--on-missing drop`` (only the items every judge decided)."""
+    import json
+    import tempfile
 
-    cases = [  # (case, Q, R, N, items with skips, M, target CPU-s, before)
-        ("keep Q=1000 N=5 10% skips", 1000, 3, 5, 0.10, "full", 30, "no answer in 600 s"),
-        ("keep Q=1000 N=5 30% skips", 1000, 3, 5, 0.30, "full", 30, "minutes"),
-        ("keep Q=5000 N=5 10% skips", 5000, 3, 5, 0.10, "full", 120, "minutes"),
-        ("keep Q=5000 N=5 30% skips", 5000, 3, 5, 0.30, "full", 120, "-"),
-        ("full joint N=8 Q=1000", 1000, 3, 8, 0.0, "full", 10, "42 CPU-s"),
-        ("full joint R=4 N=5 Q=1000", 1000, 4, 5, 0.0, "full", 5, "12.5 CPU-s"),
-        ("M=2 R=6 N=5 Q=1000", 1000, 6, 5, 0.0, "2", 30, "no answer in 300 s"),
-        ("full joint R=6 N=5 Q=1000", 1000, 6, 5, 0.0, "full", 30, "60 CPU-s"),
-        ("full joint R=10 N=5 Q=1000", 1000, 10, 5, 0.0, "full", None, "no answer in 300 s"),
-        ("full joint Q=100000 R=3 N=5", 100_000, 3, 5, 0.0, "full", 60,
-         "no answer in 300 s, 923 MB"),
-    ]
     only = [a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")]
     head = ["case", "T (or proven bounds)", "CPU s", "target CPU s", "target/measured",
-            "wall s", "MILPs", "before", "peak RSS"]
+            "wall s", "/ M=1 CPU", "MILPs", "before", "peak RSS"]
     rows = []
-    for name, q, r, n, skips, m, target, before in cases:
-        if only and not any(o in name for o in only):
-            continue
-        dec = correlated_log(q, r, n, items_with_skips=skips)
-        fn = alarm_full if m == "full" else alarm_m2
-        wall, cpu = time.perf_counter(), time.process_time()
-        res = fn(dec, "0.5", time_limit=limit)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-        done = res.T_upper is None
-        t = str(res.T) if done else f"[{res.T}, {res.T_upper}]"
-        ratio = "-" if target is None else (f"{target / cpu:.2f}x" if done else
-                                            f"< {target / cpu:.2f}x (stopped)")
-        rows.append([name, t, f"{cpu:.1f}", "-" if target is None else f"{target}", ratio,
-                     f"{wall:.1f}", res.n_solves, before, f"{peak_mb():.0f} MB"])
-        print(format_table(rows[-1:], head), flush=True)
-        if skips:  # the same log with on_missing="drop": the items every judge decided
-            kept = Decisions(*_complete_items(dec))
-            wall, cpu = time.perf_counter(), time.process_time()
-            res = fn(kept, "0.5", time_limit=limit)
-            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            t = str(res.T) if res.T_upper is None else f"[{res.T}, {res.T_upper}]"
-            rows.append([f"  same log, drop ({len(kept.items)} items)", t, f"{cpu:.1f}", "-",
-                         "-", f"{wall:.1f}", res.n_solves, "-", f"{peak_mb():.0f} MB"])
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, q, r, n, skips, flags, target, before in ISSUE25:
+            if only and not any(o in name for o in only):
+                continue
+            dec = correlated_log(q, r, n, items_with_skips=skips)
+            if "--ties" in flags:  # half credit needs a tie label
+                dec = dataclasses.replace(dec, labels=(*dec.labels[:-1], "tie"))
+            log = os.path.join(tmp, f"log_{len(rows)}.csv")
+            write_log(dec, log)
+            ref_flags = ["--on-missing", "drop"] if skips else []
+            ref, _, _ = audit_process([log, "--m", "1", "--json", log + ".m1.json",
+                                       "--no-progress", *ref_flags])
+            out = log + ".json"
+            cpu, wall, rss = audit_process([log, *flags, "--json", out, "--time-limit",
+                                            f"{limit:g}", "--no-progress"])
+            res = json.load(open(out))
+            done = res.get("T_upper") is None
+            t = res["T"] if done else f"[{res['T']}, {res['T_upper']}]"
+            ratio = "-" if target is None else (f"{target / cpu:.2f}x" if done else
+                                                f"< {target / cpu:.2f}x (stopped)")
+            rows.append([name, t, f"{cpu:.1f}", "-" if target is None else f"{target}", ratio,
+                         f"{wall:.1f}", f"{cpu / max(ref, 1e-9):.1f}x", res.get("n_solves"),
+                         before, f"{rss:.0f} MB"])
             print(format_table(rows[-1:], head), flush=True)
-    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} "
-          f"(CPU s is this process's; wall s depends on the load)")
+            if skips:  # the same file with --on-missing drop: the items every judge decided
+                cpu, wall, rss = audit_process([log, *flags[:2], "--on-missing", "drop",
+                                                "--json", out, "--time-limit", f"{limit:g}",
+                                                "--no-progress"])
+                res = json.load(open(out))
+                t = res["T"] if res.get("T_upper") is None else f"[{res['T']}, {res['T_upper']}]"
+                rows.append(["  same file, --on-missing drop", t, f"{cpu:.1f}", "-", "-",
+                             f"{wall:.1f}", f"{cpu / max(ref, 1e-9):.1f}x", res.get("n_solves"),
+                             "-", f"{rss:.0f} MB"])
+                print(format_table(rows[-1:], head), flush=True)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+          f"(CPU s is each audit process's own; wall s depends on the load)")
     print(format_table(rows, head))
 
 

@@ -15,9 +15,10 @@ Issue 26 item 3. Each run in its own forked child, timed inside it (best of
   log-likelihood of one fit moves by up to ~0.6 units as its slopes are rotated (it is
   constant on 61^2), so an unrotated fit can score a few hundredths higher on the
   coarse grid than the triangular one; the fine-grid column compares the models.
-- ``score``: EAP of 1,000 new models on each library's own K=2 fit (evalcert: a
-  uniform 61^2 grid, then adaptive Gauss-Hermite for the models whose posterior is
-  too narrow for it, to 1e-6 posterior sds; mirt ``fscores(method="EAP")``: a fixed
+- ``score``: EAP of 1,000 new models on each library's own K=2 fit (evalcert: an
+  oblique lattice along the typical posterior, then a uniform box and adaptive
+  Gauss-Hermite for the models it does not resolve, to 1e-6 posterior sds (see
+  ``bench_scoring.py`` for the same items side by side); mirt ``fscores(method="EAP")``: a fixed
   49^2 Gauss-Hermite grid, no accuracy check); CPU-s of the scoring call only; RMSE of
   the abilities to the truth after the best rotation (Procrustes).
 

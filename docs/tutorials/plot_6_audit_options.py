@@ -106,7 +106,8 @@ _ = run("audit mtbench_table1.csv --graders authors,gpt4 --labels a,b,tie --ties
 # Rubric graders give scores (1-5 here, as on a Likert scale; 1-10 works the same way and
 # costs more). Declared in order with ``--labels``, ``--tolerance 1`` counts a score within
 # one step of the true one as correct; ``--bands`` counts a score in the true score's
-# declared band as correct. Exact-match ``T`` first.
+# declared band as correct (without ``--labels``, numeric scores are put in numeric order
+# and the output says so; word labels must be declared in order). Exact-match ``T`` first.
 rng = np.random.default_rng(5)
 true_score = rng.integers(1, 6, 80)
 rows = [(f"q{k}", f"rubric{j}", int(np.clip(t + rng.integers(-1, 2) * (rng.random() < 0.5),

@@ -24,11 +24,14 @@ The prior defaults to the fit's ability distribution
 (:func:`~.information.ability_prior`). All models are scored at once, and the
 cost grows with the observed cells: on a grid of abilities every model's
 log-likelihood (and estimating function) is one matrix product of its responses
-with the item curves at the nodes (for Rasch and 2PL items, a column sum when no
-cell is missing). EAP integrates on that grid; ML, WLE and MAP keep the
+with the item curves at the nodes (for Rasch and 2PL items, of the observed mask
+with one item x node table, a column sum when no cell is missing; with a quarter
+of the cells observed or more, a dense BLAS product whatever the missing share,
+sparse below). EAP integrates on that grid; ML, WLE and MAP keep the
 down-crossing of the estimating function with the largest criterion (3PL
-likelihoods can have several) and Fisher scoring on the observed cells,
-safeguarded by bisection, refines it to ``1e-12``.
+likelihoods can have several) and Newton (Rasch, 2PL: from the root of the
+cubic Hermite interpolant on the grid) or Fisher scoring (3PL) steps on the
+observed cells, safeguarded by bisection, refine it to ``1e-12``.
 
 Example
 -------
@@ -60,10 +63,15 @@ __all__ = ["ScoreResult", "score_models", "score_responses", "score_abilities",
 
 SCORING_METHODS = ("ml", "wle", "map", "eap")
 _CELLS = 1 << 21        # cells (or items x nodes) evaluated per block
+_PASS_CELLS = 1 << 15   # cells per block of a pass over the responses (stays in cache)
 _SPARSE_BELOW = 0.25    # observed share below which responses stay a sparse matrix
+_STEP = 0.25            # grid spacing of ML/MAP/WLE on Rasch/2PL items with missing cells
 _RATIO = 1.2            # a fixed-grid EAP is accepted when posterior sd >= _RATIO x spacing
 _TAIL = 8.0             # ... and its mean lies _TAIL posterior sds inside the grid
 _FINER = 1.5            # a too-coarse grid is refined 1.5^k-fold
+# exp's argument is clipped to +-_EXP_RANGE (e^-700 ~ 1e-304 is 0 next to 1): numpy's exp
+# takes ~25-130x longer on arguments whose result underflows to a subnormal or 0
+_EXP_RANGE = 700.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,39 +121,38 @@ class ScoreResult(ResultMixin):
 class _Cells:
     """The observed responses of ``n`` models to ``n_items`` items.
 
-    Complete data stay a dense 0/1 matrix; otherwise the observed cells are kept
-    row by row (CSR order) and missing cells cost nothing. ``dot(f1, f0)`` is
-    ``sum_j O_ij [y_ij f1_j + (1 - y_ij) f0_j]`` for item x node matrices (matrix
-    products, sparse below ``_SPARSE_BELOW`` observed); ``obs(F)`` is
-    ``sum_j O_ij F_j`` (a column sum for complete data); ``terms(theta, params)``
-    evaluates ``l, l', I, J`` at one ability per model.
+    Complete data stay a dense 0/1 matrix; so do data with at least
+    ``_SPARSE_BELOW`` of the cells observed (``y`` with the missing cells 0, and the
+    observed mask as a 0/1 matrix), whose sums then are dense matrix products (BLAS)
+    whatever the missing share; sparser data keep only the observed cells, row by
+    row (CSR order), and missing cells cost nothing. ``dot(f1, f0)`` is ``sum_j O_ij
+    [y_ij f1_j + (1 - y_ij) f0_j]`` for item x node matrices; ``obs(F)`` is ``sum_j
+    O_ij F_j`` (a column sum for complete data); ``terms(theta, params)`` evaluates
+    ``l, l', I, J`` at one ability per model.
     """
 
     def __init__(self, n_items: int, *, dense: np.ndarray | None = None,
                  indptr: np.ndarray | None = None, cols: np.ndarray | None = None,
-                 y: np.ndarray | None = None):
+                 y: np.ndarray | None = None, masked: tuple | None = None):
         self.n_items, self.dense = n_items, dense
+        # masked: (responses, any value where missing; the observed mask as 0/1 floats)
+        self._raw, self._O = masked if masked is not None else (None, None)
+        self._R1: np.ndarray | None = None
+        self._sums: dict[bytes, np.ndarray] = {}
+        self.complete = dense is not None
         if dense is not None:
-            self.n, self.complete = dense.shape[0], True
+            self.n = dense.shape[0]
+        elif masked is not None:
+            self.n = masked[1].shape[0]
         else:
-            self._cells = None if indptr is None else (indptr, cols, y)
-            self.n = -1 if indptr is None else indptr.size - 1
-            self.complete = False
+            self._cells = (indptr, cols, y)
+            self.n = indptr.size - 1
         self._mats: tuple | None = None
         self._rows: np.ndarray | None = None
 
-    def _cell_arrays(self) -> tuple:
-        """``(indptr, cols, y)``, built from the dense matrices on first use."""
-        if self._cells is None:
-            R1, _, O = self._mats
-            rows, cols = np.nonzero(O)
-            indptr = np.concatenate([[0], np.cumsum(np.count_nonzero(O, axis=1))])
-            self._cells = (indptr.astype(np.int64), cols, R1[rows, cols])
-        return self._cells
-
-    indptr = property(lambda self: self._cell_arrays()[0])
-    cols = property(lambda self: self._cell_arrays()[1])
-    y = property(lambda self: self._cell_arrays()[2])
+    indptr = property(lambda self: self._cells[0])
+    cols = property(lambda self: self._cells[1])
+    y = property(lambda self: self._cells[2])
 
     @property
     def rows(self) -> np.ndarray:
@@ -154,16 +161,28 @@ class _Cells:
             self._rows = np.repeat(np.arange(self.n), np.diff(self.indptr))
         return self._rows
 
+    @property
+    def masked(self) -> tuple | None:
+        """``(R1, O)`` of masked dense responses (``R1``: ``y`` with missing cells 0, built
+        on first use), else None."""
+        if self._O is None:
+            return None
+        if self._R1 is None:
+            self._R1 = self._clean(slice(None))
+        return self._R1, self._O
+
+    def _clean(self, rows: Any) -> np.ndarray:
+        R1 = np.fmax(self._raw[rows], 0.0)     # NaN (a missing cell) -> 0, fast
+        R1 *= self._O[rows]
+        return R1
+
     @classmethod
     def from_dense(cls, Y: np.ndarray, O: np.ndarray) -> "_Cells":
-        if O.all():
+        n_obs = np.count_nonzero(O)
+        if n_obs == O.size:
             return cls(Y.shape[1], dense=np.asarray(Y, float))
-        if np.count_nonzero(O) >= _SPARSE_BELOW * O.size:
-            # dense products straight from the arrays; the cell list only if Newton needs it
-            cells = cls(Y.shape[1])
-            R1, Of = np.where(O, Y, 0.0), O.astype(float)
-            cells._mats, cells.n = (R1, Of - R1, Of), Y.shape[0]
-            return cells
+        if n_obs >= _SPARSE_BELOW * O.size:
+            return cls(Y.shape[1], masked=(np.asarray(Y, float), O.astype(float)))
         rows, cols = np.nonzero(O)
         indptr = np.concatenate([[0], np.cumsum(O.sum(axis=1))]).astype(np.int64)
         return cls(Y.shape[1], indptr=indptr, cols=cols, y=np.asarray(Y, float)[rows, cols])
@@ -172,83 +191,180 @@ class _Cells:
         """The models ``idx`` (integer index), in that order."""
         if self.dense is not None:
             return _Cells(self.n_items, dense=self.dense[idx])
+        if self._O is not None:
+            sub = _Cells(self.n_items, masked=(self._raw[idx], self._O[idx]))
+            sub._R1 = None if self._R1 is None else self._R1[idx]
+            return sub
         lengths = np.diff(self.indptr)[idx]
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         pos = np.repeat(self.indptr[idx] - indptr[:-1], lengths) + np.arange(indptr[-1])
-        sub = _Cells(self.n_items, indptr=indptr, cols=self.cols[pos], y=self.y[pos])
-        if self._mats is not None:          # rows of the matrices already built
-            sub._mats = tuple(m[idx] for m in self._mats)
-        return sub
+        return _Cells(self.n_items, indptr=indptr, cols=self.cols[pos], y=self.y[pos])
 
     def _matrices(self) -> tuple:
-        """``(R1, R0, O)``: ones, zeros and observed cells, sparse when few are observed."""
+        """``(R1, R0, O)``: ones, zeros and observed cells (sparse for cell lists;
+        ``R0`` is built on first use)."""
         if self._mats is None:
             if self.dense is not None:
                 self._mats = (self.dense, 1.0 - self.dense, None)
-                return self._mats
-            shape = (self.n, self.n_items)
-            y, cols, indptr = self.y, self.cols, self.indptr
-            if cols.size < _SPARSE_BELOW * self.n * self.n_items:
+            elif self._O is not None:
+                R1, O = self.masked
+                self._mats = (R1, O - R1, O)
+            else:
                 from scipy.sparse import csr_matrix
 
-                self._mats = tuple(csr_matrix((v, cols, indptr), shape=shape)
+                shape, y = (self.n, self.n_items), self.y
+                self._mats = tuple(csr_matrix((v, self.cols, self.indptr), shape=shape)
                                    for v in (y, 1 - y, np.ones_like(y)))
-            else:
-                R1, O = np.zeros(shape), np.zeros(shape)
-                R1[self.rows, cols] = y
-                O[self.rows, cols] = 1.0
-                self._mats = (R1, O - R1, O)
         return self._mats
 
     def dot(self, f1: np.ndarray, f0: np.ndarray) -> np.ndarray:
+        """``sum_j O_ij [y_ij f1_j + (1 - y_ij) f0_j]``, as ``R1 @ (f1 - f0) + O @ f0``."""
+        if self.dense is not None:
+            return self.dense @ (f1 - f0) + f0.sum(axis=0)
+        if self._O is not None:
+            R1, O = self.masked
+            return R1 @ (f1 - f0) + O @ f0
         R1, R0, _ = self._matrices()
         return np.asarray(R1 @ f1) + np.asarray(R0 @ f0)
 
-    def obs(self, F: np.ndarray) -> np.ndarray:
+    def obs(self, F: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        """``sum_j O_ij F_j`` per model (of the models ``idx``, default all)."""
+        n = self.n if idx is None else idx.size
         if self.complete:
-            return np.broadcast_to(F.sum(axis=0), (self.n,) + F.shape[1:])
-        return np.asarray(self._matrices()[2] @ F)
+            return np.broadcast_to(F.sum(axis=0), (n,) + F.shape[1:])
+        O = self._O if self._O is not None else self._matrices()[2]
+        rows = _rows(idx)
+        if self._O is not None and not isinstance(rows, slice) and 2 * idx.size >= self.n:
+            return (O @ F)[rows]     # most rows: their product, not a copy of their mask rows
+        return np.asarray(O[rows] @ F)
 
-    def ones(self, v: np.ndarray) -> np.ndarray:
-        """``sum_j O_ij y_ij v_j`` per model."""
+    def counts(self) -> np.ndarray:
+        """Observed items per model."""
         if self.dense is not None:
-            return self.dense @ v
-        if self._mats is not None and isinstance(self._mats[0], np.ndarray):
-            return self._mats[0] @ v
+            return np.full(self.n, self.n_items)
+        if self._O is not None:
+            return self._O.sum(axis=1)
+        return np.diff(self.indptr)
+
+    def ones(self, v: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        """``sum_j O_ij y_ij v_j`` per model (of the models ``idx``, default all; ``v``
+        a vector, or a matrix with ``idx`` only for dense and masked responses)."""
+        if self.dense is not None:
+            return self.dense[_rows(idx)] @ v
+        if self._O is not None:
+            rows = _rows(idx)
+            if self._R1 is None and v.ndim == 1:    # in cache-sized blocks, R1 not stored
+                key = v.tobytes()
+                if key not in self._sums:
+                    step = max(1, _PASS_CELLS // max(self.n_items, 1))
+                    out = np.empty(self.n)
+                    for lo in range(0, self.n, step):
+                        out[lo:lo + step] = self._clean(slice(lo, lo + step)) @ v
+                    self._sums[key] = out
+                return self._sums[key][rows]
+            if not isinstance(rows, slice) and 2 * idx.size >= self.n:
+                return (self.masked[0] @ v)[rows]
+            return self.masked[0][rows] @ v
         return np.bincount(self.rows, weights=self.y * v[self.cols], minlength=self.n)
 
-    def terms(self, theta: np.ndarray, params: ItemParameters, need: str = "lgij"
-              ) -> dict[str, np.ndarray]:
+    def terms(self, theta: np.ndarray, params: ItemParameters, need: str = "lgij",
+              idx: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Per-model ``l`` (log-likelihood), ``g`` (``l'``), ``i`` (``I``), ``j`` (``J``)
-        at one ability per model, over the observed cells only (keys in ``need``)."""
+        and, for Rasch/2PL items only, ``k`` (``J' = sum_j a_j^4 w_j (1 - 6 w_j)``,
+        ``w = P (1 - P)``) at one ability per model (``theta[r]`` for the model
+        ``idx[r]``; default all), over the observed cells only (keys in ``need``)."""
+        if self.dense is None and self._O is None:       # cell lists
+            sub = self if idx is None else self.take(idx)
+            return sub._terms_cells(theta, params, need)
+        rows = np.arange(self.n) if idx is None else idx
+        out = {k: np.empty(rows.size) for k in need}
+        a, b, c = params.a, params.b, params.c
+        if not c.any():
+            self._terms_logistic(theta, a, b, rows, need, out)
+            return out
+        step = max(1, _CELLS // max(self.n_items, 1))
+        for lo in range(0, rows.size, step):
+            sl = slice(lo, lo + step)
+            r = rows[sl]
+            if self.dense is not None:
+                Y, O = self.dense[r], None
+            else:
+                Y, O = self.masked[0][r], self.masked[1][r]
+            s = expit(a * np.subtract.outer(theta[sl], b))
+            parts = self._parts(s, Y, a, c)
+            for k in need:
+                v = parts[k]()
+                out[k][sl] = (v if O is None else v * O).sum(axis=1)
+        return out
+
+    def _terms_logistic(self, theta, a, b, rows, need, out) -> None:
+        """:meth:`terms` of Rasch/2PL items on dense rows, in blocks that stay in cache
+        (each sum over items a matrix-vector product; ``P`` is 0 on missing cells)."""
+        if "l" in need:
+            out["l"][:] = self._loglik_logistic(theta, a, b, rows)
+        step = max(1, _PASS_CELLS // max(self.n_items, 1))
+        O = self._O
+        r = None if "g" not in need else self.ones(a, None if rows.size == self.n else rows)
+        powers = {k: a ** (q + 1) for q, k in enumerate("gijk")}
+        for lo in range(0, rows.size, step):
+            sl = slice(lo, lo + step)
+            x = np.subtract.outer(theta[sl], b)
+            x *= -a
+            np.clip(x, -_EXP_RANGE, _EXP_RANGE, out=x)      # no slow under/overflow paths
+            np.exp(x, out=x)
+            x += 1.0
+            s = np.reciprocal(x, out=x)                 # P = expit(a (theta - b))
+            if O is not None:
+                s *= O[rows[sl]]
+            if "g" in need:
+                out["g"][sl] = r[sl] - s @ a
+            if need == "g":
+                continue
+            w = s * s
+            np.subtract(s, w, out=w)                    # P (1 - P), 0 where missing
+            if "i" in need:
+                out["i"][sl] = w @ powers["i"]
+            if "j" in need:                             # w (1 - 2 P)
+                out["j"][sl] = w @ powers["j"] - 2 * ((w * s) @ powers["j"])
+            if "k" in need:                             # w (1 - 6 w)
+                out["k"][sl] = w @ powers["k"] - 6 * (np.square(w, out=w) @ powers["k"])
+
+    def _loglik_logistic(self, theta, a, b, rows) -> np.ndarray:
+        R1, O = (self.dense, None) if self.dense is not None else self.masked
+        x = a * np.subtract.outer(theta, b)
+        lp = R1[rows] * x - _softplus(x)
+        return (lp if O is None else lp * O[rows]).sum(axis=1)
+
+    @staticmethod
+    def _parts(s: np.ndarray, y: np.ndarray, a: np.ndarray, c: np.ndarray) -> dict:
+        """Per-cell pieces of ``l, l', I, J`` given ``s = expit(a (theta - b))``."""
+        sq = s * (1 - s)
+        if not c.any():                     # Rasch, 2PL: P = s, P' = a s (1 - s)
+            P, d1, pq = s, a * sq, a
+        else:
+            d1 = (1 - c) * a * sq
+            P = np.clip(c + (1 - c) * s, 1e-300, 1 - 1e-16)
+            pq = d1 / (P * (1 - P))
+        return {"g": lambda: pq * (y - P), "i": lambda: pq * d1,
+                "j": lambda: pq * d1 * a * (1 - 2 * s),
+                "k": lambda: a ** 4 * sq * (1 - 6 * sq),
+                "l": lambda: np.where(y > 0.5, np.log(np.clip(P, 1e-300, 1)),
+                                      np.log(np.clip(1 - P, 1e-300, 1)))}
+
+    def _terms_cells(self, theta: np.ndarray, params: ItemParameters, need: str
+                     ) -> dict[str, np.ndarray]:
         out = {k: np.zeros(self.n) for k in need}
         for rows, y, j, th in self._blocks(theta):
-            a, c = params.a[j], params.c[j]
-            s = expit(a * (th - params.b[j]))
-            sq = s * (1 - s)
-            if not params.c.any():                  # Rasch, 2PL: P = s, P' = a s (1 - s)
-                P, d1, pq = s, a * sq, a
-            else:
-                d1 = (1 - c) * a * sq
-                P = np.clip(c + (1 - c) * s, 1e-300, 1 - 1e-16)
-                pq = d1 / (P * (1 - P))
-            parts = {"g": lambda: pq * (y - P), "i": lambda: pq * d1,
-                     "j": lambda: pq * d1 * a * (1 - 2 * s),
-                     "l": lambda: np.where(y > 0.5, np.log(np.clip(P, 1e-300, 1)),
-                                           np.log(np.clip(1 - P, 1e-300, 1)))}
+            s = expit(params.a[j] * (th - params.b[j]))
+            parts = self._parts(s, y, params.a[j], params.c[j])
             for k in need:
-                out[k][rows] += self._rowsum(parts[k](), rows)
+                local = self.rows[self.indptr[rows.start]:self.indptr[rows.stop]] - rows.start
+                out[k][rows] += np.bincount(local, weights=parts[k](),
+                                            minlength=rows.stop - rows.start)
         return out
 
     def _blocks(self, theta: np.ndarray):
         """(model index, responses, items, abilities) of blocks of about ``_CELLS`` cells."""
-        if self.dense is not None:
-            step = max(1, _CELLS // max(self.n_items, 1))
-            cols = np.arange(self.n_items)[None, :]
-            for lo in range(0, self.n, step):
-                sl = slice(lo, lo + step)
-                yield sl, self.dense[sl], cols, theta[sl, None]
-            return
         cuts = np.unique(np.concatenate([np.searchsorted(self.indptr, np.arange(
             0, self.cols.size, _CELLS)), [self.n]]))
         for r0, r1 in zip(cuts[:-1], cuts[1:]):
@@ -256,11 +372,14 @@ class _Cells:
             yield (slice(r0, r1), self.y[sl], self.cols[sl],
                    theta[self.rows[sl]])
 
-    def _rowsum(self, w: np.ndarray, rows: slice) -> np.ndarray:
-        if w.ndim == 2:
-            return w.sum(axis=1)
-        local = self.rows[self.indptr[rows.start]:self.indptr[rows.stop]] - rows.start
-        return np.bincount(local, weights=w, minlength=rows.stop - rows.start)
+
+def _rows(idx: np.ndarray | None) -> Any:
+    """``idx`` as a slice when it is all rows or a run of them (no copy), else itself."""
+    if idx is None:
+        return slice(None)
+    if idx.size and idx[-1] - idx[0] == idx.size - 1 and np.all(np.diff(idx) == 1):
+        return slice(int(idx[0]), int(idx[-1]) + 1)
+    return idx
 
 
 def _curves(nodes: np.ndarray, params: ItemParameters):
@@ -306,29 +425,46 @@ def _hermite_root(x0, x1, g0, g1, d0, d1, start):
     return np.where(np.isfinite(root) & (root > x0) & (root < x1), root, start)
 
 
-def _complete_logistic(cells: _Cells, params: ItemParameters, grid: np.ndarray,
-                       need_l: bool = True):
-    """``l, l', I, J`` of every model on the grid for complete Rasch/2PL responses.
+def _logistic_grid(cells: _Cells, params: ItemParameters, grid: np.ndarray, need: str
+                   ) -> dict[str, np.ndarray]:
+    """``l, l', I, J, K`` (keys in ``need`` among ``"lgijk"``; ``K = J'``) of every model
+    on the grid for Rasch/2PL items, as models x nodes arrays.
 
-    They depend on a model's responses only through ``r = sum_j y_j a_j`` and ``s =
-    sum_j y_j a_j b_j``: ``l' = r - sum_j a_j P_j``, ``l = theta r - s - sum_j log(1 +
-    exp(a_j (theta - b_j)))``, and ``I``, ``J`` are the same for all, so the grid costs
-    items x nodes, not models x items x nodes. A model with every item right (wrong)
-    keeps ``l' > 0`` (``< 0``) exactly, as ``r - sum_j a_j P_j`` need not in floating
-    point far out.
+    They depend on a model's responses through ``r = sum_j y_j a_j``, ``s = sum_j y_j
+    a_j b_j`` and its observed items: ``l' = r - sum_j O_j a_j P_j``, ``l = theta r - s
+    - sum_j O_j log(1 + exp(a_j (theta - b_j)))``, ``I = sum_j O_j a_j^2 w_j``, ``J =
+    sum_j O_j a_j^3 w_j (1 - 2 P_j)``, ``K = sum_j O_j a_j^4 w_j (1 - 6 w_j)`` with ``w =
+    P (1 - P)``: every item x node table needed is summed over the observed items of
+    every model in one matrix product (a column sum when nothing is missing), so the
+    grid costs models x items x nodes multiply-adds whatever the missing share. A
+    model with every observed item right (wrong) keeps ``l' > 0`` (``< 0``) exactly,
+    as ``r - sum_j a_j P_j`` need not in floating point far out.
     """
     a, b = params.a[:, None], params.b[:, None]
-    x = a * (grid[None, :] - b)
+    x = np.clip(a * (grid[None, :] - b), -_EXP_RANGE, _EXP_RANGE)
     s = expit(x)
     w = s * (1 - s)
-    r, sy = cells.ones(params.a), cells.ones(params.a * params.b)
-    g = r[:, None] - (a * s).sum(axis=0)[None, :]
-    right = cells.dense.sum(axis=1)
-    g[right == params.a.size] = (a * expit(-x)).sum(axis=0)       # sum_j a_j Q_j > 0
-    g[right == 0] = -(a * s).sum(axis=0)                           # -sum_j a_j P_j < 0
-    l = (r[:, None] * grid[None, :] - sy[:, None] - _softplus(x).sum(axis=0)[None, :]
-         if need_l else 0.0)
-    return l, g, (a * a * w).sum(axis=0)[None, :], (a ** 3 * w * (1 - 2 * s)).sum(axis=0)[None, :]
+    make = {"g": lambda: a * s, "i": lambda: a * a * w, "j": lambda: a ** 3 * w * (1 - 2 * s),
+            "k": lambda: a ** 4 * w * (1 - 6 * w), "l": lambda: _softplus(x.copy())}
+    keys = [k for k in "gijkl" if k in need]
+    shape = (cells.n, grid.size)
+    if cells.complete:
+        sums = {k: np.broadcast_to(make[k]().sum(axis=0), shape) for k in keys}
+    else:
+        S = cells.obs(np.hstack([make[k]() for k in keys]))
+        sums = {k: S[:, q * grid.size:(q + 1) * grid.size] for q, k in enumerate(keys)}
+    out = {k: sums[k] for k in "ijk" if k in keys}
+    r = cells.ones(params.a)
+    if "l" in keys:
+        out["l"] = r[:, None] * grid[None, :] - cells.ones(params.a * params.b)[:, None] \
+            - sums["l"]
+    if "g" in keys:
+        g = r[:, None] - sums["g"]
+        right = np.flatnonzero(cells.ones(np.ones(params.a.size)) == cells.counts())
+        if right.size:                                   # sum_j O_j a_j Q_j > 0
+            g[right] = cells.obs(a * expit(-x), right)
+        out["g"] = g        # all wrong: r = 0 exactly, l' = -sum_j O_j a_j P_j < 0
+    return out
 
 
 def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: float,
@@ -338,16 +474,24 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
 
     The estimating function and criterion of every model on a grid are matrix
     products (responses x item curves at the nodes); the down-crossing (+ to -)
-    with the largest criterion is bracketed, then refined by Fisher scoring steps
-    on the observed cells, bisecting whenever a step leaves the bracket.
+    with the largest criterion is bracketed, then refined by Newton (Rasch, 2PL:
+    the exact derivative, known on the grid too, so the root of the cubic Hermite
+    interpolant of the estimating function starts it ~h^4 from the root) or Fisher
+    scoring (3PL) steps on the observed cells, bisecting whenever a step leaves the
+    bracket. A step stops the iteration when it is below ``1e-12 (1 + |theta|)``, or,
+    for ML and MAP on Rasch/2PL items, when the Newton error bound after it, ``max_j
+    a_j step^2 / 2`` (``|l'''| <= max_j a_j I``), is below ``1e-13 (1 + |theta|)``.
     """
     n = cells.n
+    logistic = not params.c.any()
     # with no guessing ML's and MAP's estimating functions fall strictly: one crossing,
     # no criterion needed to choose among several
-    single = method in ("ml", "map") and not params.c.any()
-    if cells.dense is not None and not params.c.any():
-        grid = _grid(lo, hi, 0.1)
-        l, g, info, J = _complete_logistic(cells, params, grid, need_l=not single)
+    single = method in ("ml", "map") and logistic
+    K = None
+    if logistic:
+        grid = _grid(lo, hi, 0.1 if cells.complete else _STEP)
+        T = _logistic_grid(cells, params, grid, "gi" if single else "lgijk")
+        l, g, info, J, K = T.get("l", 0.0), T["g"], T["i"], T.get("j"), T.get("k")
     else:
         grid = _grid(lo, hi)
         P, Q, d1, d2 = _curves(grid, params)
@@ -374,22 +518,32 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
     with np.errstate(divide="ignore", invalid="ignore"):    # regula falsi start
         theta = np.where(found, left + (right - left) * g0 / (g0 - g1), 0.5 * (left + right))
     theta = np.where((theta > left) & (theta < right), theta, 0.5 * (left + right))
-    if info is not None and method in ("ml", "map"):
-        # complete Rasch/2PL: l'' = -I is known on the grid, so the root of the cubic
-        # Hermite interpolant of l' starts Fisher scoring ~h^4 from the root
-        slope = -(info[0] + (1 / sd ** 2 if method == "map" else 0.0))
-        theta = _hermite_root(left, right, g0, g1, slope[cell], slope[cell + 1], theta)
+    if logistic:
+        # the estimating function's slope is known on the grid: the root of the cubic
+        # Hermite interpolant starts Newton ~h^4 from the root
+        def slope(k):
+            i0 = info[cols, k]
+            if method == "wle":
+                return _wle_slope(i0, J[cols, k], K[cols, k])
+            return -(i0 + (1 / sd ** 2 if method == "map" else 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            theta = _hermite_root(left, right, g0, g1, slope(cell), slope(cell + 1), theta)
     active = found.copy()
     info = np.full(n, np.nan)           # I(theta) at the root, for the standard errors
     last = right - left                 # previous step length (rtsafe's safeguard)
-    need = "gij" if method == "wle" else "gi"
+    need = ("gijk" if method == "wle" else "gij") if logistic else (
+        "gij" if method == "wle" else "gi")
+    amax = float(np.max(params.a))
     for _ in range(200):
         if not active.any():
             break
         idx = np.flatnonzero(active)
         t = theta[idx]
-        T = cells.take(idx).terms(t, params, need)
+        T = cells.terms(t, params, need, idx)
         g, _, curv = _combine(method, t, 0.0, T["g"], T["i"], T.get("j"), mu, sd)
+        if logistic and method == "wle":            # Newton: the exact slope when sound
+            exact = -_wle_slope(T["i"], T["j"], T["k"])
+            curv = np.where(np.isfinite(exact) & (exact >= 0.5 * curv), exact, curv)
         pos = g > 0
         lft, rgt = np.where(pos, t, left[idx]), np.where(pos, right[idx], t)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -401,6 +555,10 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
         new = np.where(inside & np.isfinite(new), new, 0.5 * (lft + rgt))
         done = small | (rgt - lft <= 1e-12)
         info[idx] = T["i"]                  # at the last iterate: within 1e-12 of the root
+        if single:                          # error after the step <= amax step^2 / 2
+            bound = inside & (0.5 * amax * step ** 2 <= 1e-13 * (1 + np.abs(t)))
+            info[idx] = np.where(bound, T["i"] + T["j"] * step, T["i"])    # I' = J
+            done |= bound
         last[idx] = np.abs(new - t)
         theta[idx], left[idx], right[idx] = new, lft, rgt
         active[idx[done]] = False
@@ -413,6 +571,13 @@ def _solve(method: str, params: ItemParameters, cells: _Cells, mu: float, sd: fl
     return np.where(found, theta, np.where(G[0] > 0, np.inf, -np.inf)), info
 
 
+def _wle_slope(info, J, K):
+    """Derivative of Warm's estimating function ``l' + J / (2 I)`` for Rasch/2PL items
+    (``l'' = -I``, ``I' = J``, ``J' = K``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -info + (K * info - J * J) / (2 * info * info)
+
+
 def _softplus(x: np.ndarray) -> np.ndarray:
     """``log(1 + exp(x))`` in place, as ``max(x, 0) + log(1 + exp(-|x|))`` (absolute
     error below ``2e-16``; numpy's vectorised ``exp`` and ``log`` are several times
@@ -420,6 +585,7 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     pos = np.maximum(x, 0.0)
     np.abs(x, out=x)
     np.negative(x, out=x)
+    np.maximum(x, -_EXP_RANGE, out=x)       # log1p(exp(-700)) is 0 in floating point
     np.exp(x, out=x)
     x += 1.0
     np.log(x, out=x)
@@ -439,8 +605,6 @@ class _LogLikGrid:
     def __init__(self, cells: _Cells, params: ItemParameters):
         self.cells, self.params = cells, params
         self.logistic = bool(np.all(params.c == 0))
-        if not cells.complete:
-            cells._matrices()               # once: every group of models takes its rows
         if self.logistic:
             self.r = cells.ones(params.a)
             self.s = cells.ones(params.a * params.b)
@@ -451,27 +615,37 @@ class _LogLikGrid:
         if self.logistic:
             return (_softplus(p.a[:, None] * (nodes[None, :] - p.b[:, None])),)
         P, Q, _, _ = _curves(nodes, p)
-        return np.log(P), np.log(Q)
+        logQ = np.log(Q)
+        return np.log(P) - logQ, logQ
 
     def __call__(self, idx: np.ndarray, nodes: np.ndarray, mats: tuple) -> np.ndarray:
-        if self.cells.complete:
-            if self.logistic:
-                rest = mats[0].sum(axis=0)[None, :]
-                return self.r[idx, None] * nodes[None, :] - self.s[idx, None] - rest
-            return self.cells.take(idx).dot(mats[0], mats[1])
-        R1, R0, O = self.cells._matrices()
+        cells = self.cells
         if self.logistic:
-            rest = np.asarray(O[idx] @ mats[0])
-            return self.r[idx, None] * nodes[None, :] - self.s[idx, None] - rest
-        return np.asarray(R1[idx] @ mats[0]) + np.asarray(R0[idx] @ mats[1])
+            if cells.complete:
+                out = np.multiply.outer(self.r[idx], nodes)
+                out -= mats[0].sum(axis=0)
+            else:
+                out = cells.obs(mats[0], idx)
+                np.negative(out, out=out)
+                out += np.multiply.outer(self.r[idx], nodes)
+            out -= self.s[idx, None]
+            return out
+        if cells.complete:
+            return cells.dense[idx] @ mats[0] + mats[1].sum(axis=0)
+        if cells._O is not None:
+            return cells.ones(mats[0], idx) + cells.obs(mats[1], idx)
+        R1, _, O = cells._matrices()
+        return np.asarray(R1[idx] @ mats[0]) + np.asarray(O[idx] @ mats[1])
 
 
 def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: int,
          log_prior: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Posterior means and sds on fixed grids, refined per model where one is too coarse.
 
-    Every model starts on ``n_nodes`` equally spaced nodes on ``mu +- 6 sd`` (spacing
-    ``h``). A model's grid result is accepted when its posterior sd is at least
+    Every model starts on equally spaced nodes on ``mu +- 6 sd``, at most ``n_nodes``
+    (spacing ``h``; coarser where a lower bound on the posterior sds of most models
+    allows, or for a model whose posterior is surely wider, or, only to locate it,
+    for a model answering many items). A model's grid result is accepted when its posterior sd is at least
     ``_RATIO h`` and its mean lies ``_TAIL`` posterior sds inside the grid: for a normal
     posterior the trapezoid rule's relative error is then below ``2 exp(-2 pi^2
     _RATIO^2) = 9e-13`` (Poisson summation) and the mass cut off below ``1e-15``.
@@ -484,10 +658,25 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
     n = cells.n
     loglik = _LogLikGrid(cells, params)
     lo = mu - 6 * sd
+    a2 = cells.obs((params.a ** 2)[:, None])[:, 0]
+    # posterior sd >= 1 / sqrt(1/sd^2 + sum_j a_j^2 / 4) (information <= a^2/4 per item):
+    # a spacing _RATIO times below that of the first quartile resolves 3/4 at least
+    floor_sd = np.partition(1 / np.sqrt(1 / sd ** 2 + 0.25 * a2), n // 4)[n // 4] if n else sd
     h0 = 12 * sd / (n_nodes - 1)
+    if log_prior is None:       # a fitted density may have finer features than the likelihood
+        h0 = max(h0, floor_sd / _RATIO)
     mean, psd = np.full(n, np.nan), np.full(n, np.nan)
-    level = np.zeros(n, np.int64)
-    first, last = np.zeros(n, np.int64), np.full(n, n_nodes - 1, np.int64)
+    # the first grid per model, from its typical posterior sd (information 0.2 a_j^2 per
+    # observed item; up to 0.25 a_j^2): where that is below h / 2, a coarser grid only
+    # locates it, spacing ~2 sqrt(sd sd_typical) (the first grid's nodes plus the
+    # refined window's, least); where it is well above _RATIO h, a coarser grid resolves it
+    typical = 1 / np.sqrt(1 / sd ** 2 + 0.2 * a2)
+    target = np.where(typical < 0.5 * h0, 2 * np.sqrt(sd * typical),
+                      np.where(typical < _RATIO * h0, h0, 0.8 * typical / _RATIO))
+    coarse = np.floor(np.log(np.maximum(target / h0, 1.0)) / np.log(_FINER))
+    level = -np.clip(coarse, 0, 0 if log_prior is not None else 8).astype(np.int64)
+    first = np.zeros(n, np.int64)
+    last = np.ceil(12 * sd / h0 * _FINER ** level.astype(float) - 1e-9).astype(np.int64)
     pending = np.arange(n)
     for _ in range(60):
         if pending.size == 0:
@@ -508,11 +697,18 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
                 nodes = lo + h * np.arange(c0, c1 + 1)
                 mats = (tuple(m[:, c0 - a:c1 - a + 1] for m in mats_all) if shared
                         else loglik.items(nodes))
-                L = loglik(chunk, nodes, mats) + (
-                    -0.5 * ((nodes[None, :] - mu) / sd) ** 2 if log_prior is None
-                    else log_prior(nodes)[None, :])
+                L = loglik(chunk, nodes, mats)
+                L += (-0.5 * ((nodes - mu) / sd) ** 2 if log_prior is None
+                      else log_prior(nodes))
                 k = np.argmax(L, axis=1)
-                w = np.exp(L - L[np.arange(chunk.size), k][:, None])
+                rows = np.arange(chunk.size)
+                kk = np.clip(k, 1, nodes.size - 2)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    curv = -(L[rows, kk + 1] - 2 * L[rows, kk] + L[rows, kk - 1]) / h ** 2
+                w = L
+                w -= L[rows, k][:, None]
+                np.maximum(w, -_EXP_RANGE, out=w)       # weights below e^-700 are 0 anyway
+                np.exp(w, out=w)
                 w /= w.sum(axis=1, keepdims=True)
                 m = w @ nodes
                 s = np.sqrt(np.maximum(w @ nodes ** 2 - m ** 2, 0.0))
@@ -523,10 +719,6 @@ def _eap(params: ItemParameters, cells: _Cells, mu: float, sd: float, n_nodes: i
                 bad = ~ok
                 if not bad.any():
                     continue
-                kk = np.clip(k, 1, nodes.size - 2)
-                rows = np.arange(chunk.size)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    curv = -(L[rows, kk + 1] - 2 * L[rows, kk] + L[rows, kk - 1]) / h ** 2
                 s_hat = np.where(resolved, s, np.where(curv > 0, 1 / np.sqrt(curv), h / 4))
                 s_hat = np.minimum(s_hat, np.where(resolved, s_hat, 0.5 * h))
                 centre = np.where(resolved, m, nodes[k])
@@ -552,6 +744,8 @@ def _chunks(members: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np
     """Neighbouring models (sorted by window start) in groups whose joint window stays
     within about one and a half of their own windows."""
     width = max((int(np.max(last[members] - first[members])) + 1) // 2, 32)
+    if members.size <= 1024 and first[members[-1]] - first[members[0]] < width:
+        return [members]
     group = (first[members] - first[members[0]]) // width
     cuts = np.flatnonzero(np.diff(group)) + 1
     return [c for part in np.split(members, cuts) for c in np.array_split(
@@ -561,7 +755,8 @@ def _chunks(members: np.ndarray, first: np.ndarray, last: np.ndarray) -> list[np
 def score_abilities(params: ItemParameters, Y: np.ndarray, observed: np.ndarray, *,
                     method: str = "wle", prior: tuple[float, float] = (0.0, 1.0),
                     n_quad: int = 121, log_prior: Any = None) -> tuple[np.ndarray, np.ndarray]:
-    """Abilities and SEs of the rows of ``Y`` (0/1, ``observed`` mask) given ``params``.
+    """Abilities and SEs of the rows of ``Y`` (0/1 where ``observed``; anything, NaN
+    included, elsewhere) given ``params``.
 
     The array-level routine behind :func:`score_models`; items whose
     parameters are not finite must already be unobserved.

@@ -405,6 +405,10 @@ def _run(spec: AuditSpec) -> AuditReport:
                            "swap_consistency": merged.swap_consistency,
                            "judged_in_both_orders": merged.n_both}
         swap = {f"{g}/{o}": v for g, v in merged.swap_consistency.items() for o in ("ab", "ba")}
+    if (spec.tolerance or spec.bands is not None) and spec.labels is None and \
+            isinstance(data, Decisions):
+        data, note = _ordered_labels(data)
+        notes += (note,) if note else ()
     items = data
     with_bounds = spec.with_bounds
     if sequence != 1:
@@ -495,7 +499,7 @@ def _run(spec: AuditSpec) -> AuditReport:
     extras: dict[str, Any] = {}
     if result.T_upper is not None:
         notes += (f"time limit reached: T in [{result.T}, {result.T_upper}] (proven bounds); "
-                  "per-(grader, label) ranges, curves and the judge table's exact columns "
+                  "per-(grader, label) ranges and the judge table's exact columns "
                   "need the exact T and are skipped",)
         want_bounds = False
     if want_curve and curve is None:
@@ -611,6 +615,35 @@ def _population(spec: AuditSpec, data: Any, result: AlarmResult, m: str) -> tupl
                              progress=spec.progress)
 
 
+def _ordered_labels(data: Decisions) -> tuple[Decisions, str | None]:
+    """Undeclared labels for ``--tolerance``/``--bands``, which need an order: numbers
+    (scores 1-10) are put in numeric order, since the order of first appearance in a file
+    says nothing; other labels must be declared in order with ``--labels``.
+
+    Examples
+    --------
+    >>> dec = Decisions(("q1", "q2"), ("x",), ("7", "10", "2"), ((0,), (1,)))
+    >>> ordered, note = _ordered_labels(dec)
+    >>> ordered.labels, ordered.codes, note[:36]
+    (('2', '7', '10'), ((1,), (2,)), 'labels put in numeric order 2, 7, 10')
+    """
+    try:
+        values = [float(label) for label in data.labels]
+    except ValueError:
+        raise InputError(f"--tolerance and --bands need the labels in order, but "
+                         f"{list(data.labels)[:10]} are not numbers: declare the order with "
+                         "--labels (e.g. --labels poor,fair,good)") from None
+    order = sorted(range(len(values)), key=values.__getitem__)
+    if order == list(range(len(values))):
+        return data, None
+    rank = {old: new for new, old in enumerate(order)}
+    codes = tuple(tuple(rank[c] if c >= 0 else c for c in row) for row in data.codes)
+    labels = tuple(data.labels[k] for k in order)
+    return (dataclasses.replace(data, labels=labels, codes=codes),
+            f"labels put in numeric order {', '.join(labels)} for --tolerance/--bands "
+            "(declare --labels to set another)")
+
+
 def _partial(spec: AuditSpec) -> bool:
     """Whether a partial-credit rule (``--tolerance``, ``--bands``, ``--ties half``) is on."""
     return bool(spec.tolerance) or spec.bands is not None or spec.ties not in (None, "none")
@@ -639,10 +672,9 @@ def _credit_alarm(spec: AuditSpec, data: Any, threshold: Any, m: str, search: di
         return alarm_tolerance(data, threshold, spec.tolerance, **opts)
     if spec.bands is not None:
         return alarm_bands(data, threshold, spec.bands, **opts)
-    # half credit runs the level search, which draws no bar: say what it does past 3 s
-    with heartbeat(f"M={m} alarm with ties as half-right (level search over denominators "
-                   f"up to 2Q = {2 * len(data.items):,})", enabled=spec.progress):
-        return alarm_credit(data, threshold, table, rule="ties scored as half-right", **opts)
+    # half credit runs the key search too (levels over denominators up to 2Q): its bar
+    # says the keys decided and the bounds on T past 3 s
+    return alarm_credit(data, threshold, table, rule="ties scored as half-right", **opts)
 
 
 def _page_judges(data: Decisions, max_keys: int) -> bool | str:

@@ -17,7 +17,13 @@ Binding pairs at a key are decided by feasibility, not by maximising a slack: a
 ``T`` (``b * correct - a * den >= 1`` for ``T = a / b`` is infeasible) and some point gives
 it a denominator ``>= 1`` (a cell with no decided item has no accuracy and makes no demand;
 decided exactly, by a second feasibility check when no point seen so far has one). Cells
-that a point already found puts above ``T`` need no solve. Every feasible point is re-checked
+that a point already found puts above ``T`` need no solve: the witness of ``T`` is reused at
+its key (no MILP to find a first point there), and before each "above" MILP a local move
+from the points seen (``nudge``, for the full joint one exchange of two items between two
+labels, :func:`evalcert.logic.search.exchange_above`) may find a point that puts the cell
+above; what it returns is evaluated through the model's own expressions. With a time
+limit, every HiGHS solve gets what is left of it (:attr:`evalcert.logic.ilp.HighsModel.
+deadline`), so one MILP cannot overrun it. Every feasible point is re-checked
 in integer arithmetic; infeasibility answers are the solver's (zero gap), and a solver stop
 raises :class:`evalcert.errors.SolverError` instead of returning a ``T``.
 """
@@ -171,7 +177,9 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
                 start: tuple[Fraction, tuple[int, ...], Any] | None = None,
                 improve: Callable[[Any], tuple[Fraction, tuple[int, ...], Any]] | None = None,
                 search: str = "keys", max_keys: int = 2000, progress: bool = False,
-                time_limit: float | None = None, key_search: type[KeySearch] = KeySearch
+                time_limit: float | None = None,
+                nudge: Callable[[Any, int, int, Fraction], Any] | None = None,
+                key_total: int | None = None, key_search: type[KeySearch] = KeySearch
                 ) -> AlarmResult:
     """Alarm from a model builder: exact ``T``, attaining keys and binding (grader, label)
     pairs by fixed-key ILPs, every feasible point re-checked.
@@ -194,6 +202,13 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     pairs) instead of raising. ``key_search``: the :class:`KeySearch` class (the full joint
     with skipped items passes :class:`~evalcert.logic.missing.SkipKeySearch`). ``improve(values)`` may turn a solver's point into a better consistent
     point ``(value, key, point)`` (a local search), re-checked exactly by the caller.
+    ``nudge(point, i, t, T)`` may return a point at the same key that puts cell ``(i, t)``
+    strictly above ``T`` and keeps every cell at ``T`` (a joint split, e.g.
+    :func:`~evalcert.logic.search.exchange_above`) or ``None``: the binding check tries it
+    from the witness before a MILP, and re-checks what it returns through the model's own
+    expressions (a heuristic point that fails the check is dropped, never trusted).
+    ``key_total``: the key's total when ``decisions.items`` counts more (the largest
+    denominator, e.g. ``2 Q`` with half credit); default ``len(decisions.items)``.
 
     Examples
     --------
@@ -253,7 +268,8 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     finder, kspec = None, None
     if search == "keys" and solver == "highs":
         kspec = build(None)
-        finder = key_search(kspec.prob, kspec.q, kspec.correct, kspec.den, n, max_keys=max_keys)
+        finder = key_search(kspec.prob, kspec.q, kspec.correct, kspec.den,
+                            n if key_total is None else key_total, max_keys=max_keys, max_den=n)
         bar = progress_bar(progress or verbose, desc=method, unit="key",
                            delay=0.0 if verbose else DELAY)
         state = {"lo": attained, "hi": upper, "keys": 0}
@@ -262,13 +278,12 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
             bar.update(n_decided - state["keys"])
             state.update(lo=best, hi=hi, keys=n_decided)
             bar.set_postfix_str(f"T in [{best}, {hi}]")
-            if time_limit is not None:
-                left = time_limit - (time.perf_counter() - t0)
-                if left <= 0:
-                    raise _OutOfTime()
-                finder.model.time_limit = min(finder.model.time_limit, max(left, 0.1))
+            if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+                raise _OutOfTime()
 
         finder.on_step = step
+        if time_limit is not None:  # every HiGHS solve stops at the deadline
+            finder.model.deadline = t0 + time_limit
         try:
             t_val, n_keys_decided = finder.run(attained, upper, lambda values, f: accept(
                 _evaluate(kspec, f"{method} at level {f}"), f))
@@ -283,7 +298,10 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
                 attaining_keys=(found[lo][0],) if found else (),
                 n_attaining=None, binding=(), m=m, n_keys=n_keys, labels=decisions.labels,
                 graders=decisions.graders,
-                method=f"{method} ({solver}; stopped at the time limit of {time_limit:g} s)",
+                # time_limit here is what was left of the caller's limit: say the search's
+                # own seconds, not a number the user never gave
+                method=f"{method} ({solver}; stopped at the time limit after "
+                       f"{time.perf_counter() - t0:.1f} s of key search)",
                 n_solves=n_solves + finder.model.n_mip, seconds=time.perf_counter() - t0,
                 witness=describe(*found[lo]) if describe is not None and found else None,
                 T_upper=state["hi"])
@@ -308,8 +326,6 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
             left = time_limit - (time.perf_counter() - t0)
             if left <= 0:
                 raise _OutOfTime()
-            if finder is not None:
-                finder.model.time_limit = max(left, 0.1)
         spec = kspec if finder is not None else build(key)
         rows = []
         for kind, i, t in require:
@@ -355,11 +371,15 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
     binding: dict[tuple[str, str], None] = {}
     try:
         for key in (keys[:max_binding_keys] if t_val > 0 and not late else []):
-            first = points.get(key) or at_key(key, f"{method} at key {key}")
+            first = points.get(key) or _known_point(kspec or build(key), key, found[t_val]) \
+                or at_key(key, f"{method} at key {key}")
             if first is None:  # a re-checked point attains T at this key
                 raise CertificateError(f"{method}: the solver calls key {key} infeasible at "
                                        f"{t_val}, which an exactly checked point attains")
-            for i, t in _binding_cells(key, t_val, first, at_key, method, decisions):
+            tries = None
+            if nudge is not None and first is not None and tuple(found[t_val][0]) == key:
+                tries = _nudger(kspec or build(key), key, t_val, found[t_val][1], nudge)
+            for i, t in _binding_cells(key, t_val, first, at_key, method, decisions, tries):
                 binding[(decisions.graders[i], decisions.labels[t])] = None
     except (_OutOfTime, SolverError) as stop:
         if isinstance(stop, SolverError) and stop.status != "time_limit":
@@ -375,8 +395,58 @@ def exact_alarm(build: Callable[[Sequence[int] | None], RatioProgram], decisions
                        seconds=time.perf_counter() - t0, witness=witness)
 
 
+def _known_point(spec: RatioProgram, key: tuple[int, ...], known: tuple[tuple[int, ...], Any]
+                 ) -> tuple | None:
+    """``(key, correct, den, value)`` of the exactly checked witness point ``known = (key,
+    point)`` when it lies at ``key`` (``point``: a solver's integer values by name, or a joint
+    split ``x[p][t]``), so the binding check at the witness key needs no MILP to find one;
+    ``None`` when it lies elsewhere or the program does not name its variables that way."""
+    if tuple(known[0]) != tuple(key):
+        return None
+    point = known[1]
+    values = point if isinstance(point, dict) else {
+        f"x_{p}_{t}": int(v) for (p, t), v in np.ndenumerate(np.asarray(point))}
+    try:
+        got = tuple(_int(e, values) for e in spec.q)
+        corr = np.array([[_int(e, values) for e in row] for row in spec.correct], dtype=np.int64)
+        den = np.array([[_int(e, values) for e in row] for row in spec.den], dtype=np.int64)
+    except KeyError:
+        return None
+    if got != tuple(key):
+        return None
+    return got, corr, den
+
+
+def _nudger(spec: RatioProgram, key: tuple[int, ...], level: Fraction, start: Any,
+            nudge: Callable[[Any, int, int, Fraction], Any]) -> Callable[[int, int], tuple | None]:
+    """``tries(i, t)``: a point at ``key`` with every cell at ``level`` and cell ``(i, t)``
+    strictly above it, from ``nudge`` applied to the points seen so far (the witness
+    first), evaluated exactly through ``spec``; ``None`` when none is found."""
+    a, b = level.numerator, level.denominator
+    seen = [start]
+
+    def tries(i: int, t: int) -> tuple | None:
+        for point in list(seen):
+            new = nudge(point, i, t, level)
+            if new is None:
+                continue
+            out = _known_point(spec, key, (key, new))
+            if out is None:
+                continue
+            corr, den = out[1], out[2]
+            if (den[i, t] >= 1 and b * corr[i, t] - a * den[i, t] >= 1
+                    and ((b * corr >= a * den) | (den == 0)).all()):
+                seen.append(new)
+                return out
+        return None
+
+    return tries
+
+
 def _binding_cells(key: tuple[int, ...], level: Fraction, first: tuple, at_key: Callable,
-                   method: str, decisions: Decisions) -> list[tuple[int, int]]:
+                   method: str, decisions: Decisions,
+                   tries: Callable[[int, int], tuple | None] | None = None
+                   ) -> list[tuple[int, int]]:
     """(grader, label) cells binding at ``key``: no point at ``level`` puts the cell strictly
     above it, and some point gives it a denominator >= 1 (module docstring). ``first`` is a
     point at the key (from :func:`_evaluate`); each point found marks every cell it puts
@@ -395,7 +465,9 @@ def _binding_cells(key: tuple[int, ...], level: Fraction, first: tuple, at_key: 
         if above[i, t] or (decisions.complete and key[t] == 0):  # den = key[t] = 0: no demand
             continue
         who = f"{method} binding {decisions.graders[i]}/{decisions.labels[t]} at {key}"
-        out = at_key(key, who, [("above", i, t)])
+        out = tries(i, t) if tries is not None else None  # a local move first, then a MILP
+        if out is None:
+            out = at_key(key, who, [("above", i, t)])
         if out is not None:
             see(out)
             if not above[i, t]:

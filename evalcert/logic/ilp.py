@@ -347,6 +347,10 @@ class HighsModel:
         h.setOptionValue("mip_rel_gap", 0.0)
         h.setOptionValue("time_limit", float(time_limit))
         self.time_limit = float(time_limit)
+        #: ``time.perf_counter()`` past which no solve may run (a caller's overall time
+        #: limit): each solve gets what is left of it as HiGHS's own limit, so one MILP
+        #: cannot overrun it (``None``: only ``time_limit`` per solve)
+        self.deadline: float | None = None
         self.variables = prob.variables()
         self.index = {v.name: k for k, v in enumerate(self.variables)}
         self.integer: list[int] = []
@@ -420,7 +424,10 @@ class HighsModel:
             self.n_lp += 1
         else:
             self.n_mip += 1
-        h.setOptionValue("time_limit", h.getRunTime() + self.time_limit)  # HiGHS's clock adds up
+        limit = self.time_limit
+        if self.deadline is not None:
+            limit = min(limit, max(self.deadline - time.perf_counter(), 1e-3))
+        h.setOptionValue("time_limit", h.getRunTime() + limit)  # HiGHS's clock adds up
         h.run()
         status = h.getModelStatus()
         if status == hs.HighsModelStatus.kUnboundedOrInfeasible:  # presolve's shortcut
@@ -448,7 +455,7 @@ class HighsModel:
             return "Infeasible"
         what = "LP" if relax else "MILP"
         if status == hs.HighsModelStatus.kTimeLimit:
-            raise SolverError(f"highs stopped at its time limit ({self.time_limit:g} s) before "
+            raise SolverError(f"highs stopped at its time limit ({limit:g} s) before "
                               f"proving an answer to one {what}; no threshold is returned",
                               solver="highs", status="time_limit")
         raise SolverError(f"highs returned status {h.modelStatusToString(status)!r} on one "

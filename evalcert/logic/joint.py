@@ -44,6 +44,7 @@ from evalcert.logic.exact import _left, exact_alarm
 from evalcert.logic.missing import SkipKeySearch
 from evalcert.logic.qcomplex import qcomplex_bounds, qcomplex_size
 from evalcert.logic.result import AlarmResult
+from evalcert.logic.search import exchange_above
 from evalcert.logic.splits import (JointModel, _joint_builder, _joint_value, improve_split,
                                    joint_lp_bounds, joint_patterns, witness_of_split)
 from evalcert.logic.summaries import Decisions
@@ -150,4 +151,6 @@ def alarm_full(decisions: Decisions, threshold: Any, *, lower: Sequence[int] | N
                        max_checks=max_checks, max_binding_keys=max_binding_keys,
                        verbose=verbose, describe=describe, improve=improve, start=start,
                        progress=progress, time_limit=_left(time_limit, t_start),
+                       nudge=lambda point, i, t, level: exchange_above(
+                           pats, as_split(point), (i, t), level),
                        **({} if dec.complete else {"key_search": SkipKeySearch}))

@@ -22,9 +22,10 @@ credit on the items of every true label. The same three sets apply:
 
 Each is solved exactly by :func:`evalcert.logic.exact.exact_alarm`. With half credit,
 credit and denominator are both doubled (integer coefficients ``2 W``; the ratio is
-unchanged), so ``T`` is a multiple of ``1 / (2 Q_t)`` for some label: the level search then
-runs over denominators up to ``2 Q`` (whole-Q-complex MILPs: exact, slower than the key
-search that 0/1 credit uses). ``W = I`` gives the usual alarms, and bands of one label each
+unchanged), so ``T`` is a multiple of ``1 / (2 Q_t)`` for some label: the key search runs
+over levels with denominators up to ``2 Q`` (before issue 25's item 4 the whole-Q-complex
+level search did, 13 CPU-s at Q = 300, N = 5; ``search="levels"`` keeps it as the
+reference). ``W = I`` gives the usual alarms, and bands of one label each
 too (tests, with brute forces over every key on small logs).
 
 Bands without key-count bounds equal the usual alarm on the labels merged into their bands
@@ -158,10 +159,14 @@ def alarm_credit(decisions: Decisions, threshold: Any, credit: Sequence[Sequence
                  m: str | int = "full", lower: Sequence[int] | None = None,
                  upper: Sequence[int] | None = None, solver: str = "highs",
                  verbose: bool = False, progress: bool = False,
-                 time_limit: float | None = None, rule: str | None = None) -> AlarmResult:
+                 time_limit: float | None = None, rule: str | None = None,
+                 search: str = "keys") -> AlarmResult:
     """Exact alarm with grader credit ``sum_d W[t][d] E[t][d]`` on true label ``t`` for a
     credit table ``credit`` with entries 0, 1/2 or 1 (module docstring), under M=1, M=2 or
-    the full joint. ``rule`` names the rule in the result's method.
+    the full joint. ``rule`` names the rule in the result's method. ``search``: ``"keys"``
+    (the key search, :class:`~evalcert.logic.search.KeySearch`, also with half credit, whose
+    doubled ratios have denominators up to ``2 Q``) or ``"levels"`` (the level search over
+    the whole Q-complex: the reference the tests compare against).
 
     Examples
     --------
@@ -230,8 +235,8 @@ def alarm_credit(decisions: Decisions, threshold: Any, credit: Sequence[Sequence
                        upper=Fraction(1), m=int(m) if m != "full" else "full",
                        method=f"{which} ILP, {rule or _describe_rule(table)}",
                        solver=solver, n_keys=qcomplex_size(n, r, lo, hi), verbose=verbose,
-                       progress=progress, time_limit=time_limit,
-                       search="levels" if scale == 2 else "keys")
+                       progress=progress, time_limit=time_limit, key_total=n,
+                       search=search)
 
 
 def alarm_tolerance(decisions: Decisions, threshold: Any, tolerance: int, *,

@@ -46,6 +46,7 @@ import math
 from fractions import Fraction
 from typing import Any, Callable
 
+import numpy as np
 import pulp
 
 from evalcert.logic.ilp import HighsModel
@@ -70,10 +71,13 @@ class KeySearch:
         integer ``D_d = den``, ``M_d`` (one pair per distinct denominator) state "at least
         ``a / b``" exactly, as in the whole-Q-complex search.
     n_items : int
-        ``Q``; every denominator is at most ``Q``.
+        ``Q``, the key's total; every denominator is at most ``Q`` (or ``max_den``).
     max_keys : int
         Most keys decided one by one; while the LP relaxation allows more, :meth:`run`
         bisects the levels with whole-Q-complex MILPs instead.
+    max_den : int, optional
+        The largest denominator when it exceeds ``Q`` (half credit doubles every ratio's
+        terms: ``2 Q``).
 
     Examples
     --------
@@ -92,9 +96,12 @@ class KeySearch:
     """
 
     def __init__(self, prob: pulp.LpProblem, q: list, correct: list[list], den: list[list],
-                 n_items: int, max_keys: int = 2000):
+                 n_items: int, max_keys: int = 2000, max_den: int | None = None):
         self.model = m = HighsModel(prob)
         self.n, self.max_keys = int(n_items), int(max_keys)
+        #: the largest denominator (``n_items`` unless the ratios are scaled, e.g. doubled
+        #: for half credit: ``2 Q``): bounds the level fractions and the M, D columns
+        self.max_den = int(max_den) if max_den is not None else self.n
         self._cols: dict[int, int] = {}
         self._alive: list[Any] = []  # the expressions keyed by id() stay alive
         self._spare: dict[tuple[int, ...], int] = {}  # rows of solve_at(require=...)
@@ -105,11 +112,18 @@ class KeySearch:
         self.best = m.add_column(0, 1, False)  # the best level at a fixed point (objective)
         self.best_rows: list[tuple[int, int]] = []  # (row, key column of the label)
         by_den: dict[int, int] = {}
+        #: denominator columns that are a multiple ``c * Q_t`` of a key count (half credit
+        #: doubles them): ``{D column: (key column, c)}``, fixed with the key
+        self.scaled: dict[int, tuple[int, int]] = {}
         for i, row in enumerate(correct):
             for t, corr in enumerate(row):
                 d_col = self.column(den[i][t])
+                if d_col not in self.bounds_of_key() and d_col not in self.scaled:
+                    times = _multiple(den[i][t], q[t])
+                    if times is not None:
+                        self.scaled[d_col] = (self.key[t], times)
                 if d_col not in by_den:
-                    mm = m.add_column(0, self.n, True)
+                    mm = m.add_column(0, self.max_den, True)
                     self.levels.append((m.add_row(-0.5, None, {mm: 1.0, d_col: 0.0}), mm, d_col))
                     by_den[d_col] = mm
                 m.add_row(-1e-6, None, {self.column(corr): 1.0, by_den[d_col]: -1.0})
@@ -121,12 +135,16 @@ class KeySearch:
         #: ``best`` is attained (re-checked), ``T <= hi`` (or ``T < hi`` once lowered)
         self.on_step: Callable[[Fraction, Fraction, int], None] | None = None
 
+    def bounds_of_key(self) -> set[int]:
+        """The key's columns."""
+        return set(self.key)
+
     def column(self, expr: Any) -> int:
         """The HiGHS column of a PuLP variable, or of a new integer column ``= expr``."""
         if isinstance(expr, pulp.LpVariable):
             return self.model.index[expr.name]
         if id(expr) not in self._cols:
-            col = self.model.add_column(0, self.n, True)
+            col = self.model.add_column(0, self.max_den, True)
             coefs = {col: 1.0}
             for var, coef in expr.items():
                 coefs[self.model.index[var.name]] = coefs.get(self.model.index[var.name], 0.0) \
@@ -200,8 +218,11 @@ class KeySearch:
             self.model.set_bounds(col, *((lo, hi) if v is None else (v, v)))
         for _, mm, d_col in self.levels:
             d = None if point is None else point.get(d_col)
+            if d is None and point is not None and d_col in self.scaled:
+                key_col, times = self.scaled[d_col]
+                d = None if point.get(key_col) is None else times * point[key_col]
             low = 0 if d is None else -(-level.numerator * d // level.denominator)
-            self.model.set_bounds(mm, low, self.n)
+            self.model.set_bounds(mm, low, self.max_den)
         for row, key_col in self.best_rows:
             d = None if point is None else point.get(key_col)
             self.model.set_coeff(row, self.best, 0 if d is None else -d)
@@ -274,7 +295,8 @@ class KeySearch:
         integers). Valid for every integer point at the key, and far tighter than ``b M >=
         a D`` when ``hi - lo`` is below the level's denominator: fixed-key MILPs with
         skipped items prove infeasibility 30-100x faster. ``True`` iff feasible."""
-        free = [(mm, d_col) for _, mm, d_col in self.levels if d_col not in self.bounds]
+        free = [(mm, d_col) for _, mm, d_col in self.levels
+                if d_col not in self.bounds and d_col not in self.scaled]
         if free:
             objective = self.model.objective
             for mm, d_col in free:
@@ -353,7 +375,7 @@ class KeySearch:
         while True:
             if self.on_step is not None:
                 self.on_step(best, hi, len(decided))
-            level = farey_successor(best, self.n) if best < 1 else best
+            level = farey_successor(best, self.max_den) if best < 1 else best
             if best >= upper or level > hi or (level == hi and hi != upper):
                 return best, len(decided)
             self.set_level(level)
@@ -369,7 +391,7 @@ class KeySearch:
                 best, climbed = self._climb(best, hi, record), True
                 continue
             if keys is None:  # too many keys: bisect the levels with one whole-QC MILP
-                mid = ((best + hi) / 2).limit_denominator(self.n)
+                mid = ((best + hi) / 2).limit_denominator(self.max_den)
                 mid = mid if best < mid < hi else simplest_between(best, hi)
                 self.set_level(mid)
                 self._fix(None, mid)
@@ -389,7 +411,7 @@ class KeySearch:
                     raised = True
                     self.model.write_back()
                     best = record({v.name: v.varValue for v in self.model.variables}, level)
-                    level = farey_successor(best, self.n) if best < 1 else best
+                    level = farey_successor(best, self.max_den) if best < 1 else best
                     if best >= upper or level > hi:
                         break
                     self.set_level(level)
@@ -411,7 +433,7 @@ class KeySearch:
         around that point's key (rounded down or up per coordinate; nearest when R > 5)."""
         low, top, point = best, hi, None
         for _ in range(24):
-            mid = ((low + top) / 2).limit_denominator(self.n)
+            mid = ((low + top) / 2).limit_denominator(self.max_den)
             if not low < mid < top:
                 break
             self.set_level(mid)
@@ -428,7 +450,7 @@ class KeySearch:
         keys = {head + (self.n - sum(head),) for head in (
             tuple(int(f(v + 0.0)) for f, v in zip(fs, point[:-1])) for fs in roundings)}
         for key in sorted(keys):
-            level = farey_successor(best, self.n) if best < 1 else best
+            level = farey_successor(best, self.max_den) if best < 1 else best
             if key[-1] < 0 or level > hi:
                 continue
             self.set_level(level)
@@ -453,3 +475,89 @@ class KeySearch:
         mid = [sum(col) / len(pts) for col in zip(*pts)]
         dist = [sum((v - m) ** 2 for v, m in zip(pt, mid)) for pt in pts]
         return [todo[k] for k in sorted(range(len(todo)), key=dist.__getitem__)]
+
+
+def _multiple(den: Any, q: Any) -> int | None:
+    """``c`` when the PuLP expression ``den`` is ``c * q`` for a whole ``c >= 2``, else None."""
+    if den is q or not isinstance(den, pulp.LpAffineExpression) or den.constant:
+        return None
+    terms = {q.name: 1.0} if isinstance(q, pulp.LpVariable) else \
+        {v.name: float(c) for v, c in q.items()} if isinstance(q, pulp.LpAffineExpression) \
+        and not q.constant else None
+    mine = {v.name: float(c) for v, c in den.items()}
+    if not terms or set(terms) != set(mine):
+        return None
+    ratios = {mine[k] / terms[k] for k in terms}
+    if len(ratios) != 1:
+        return None
+    c = ratios.pop()
+    return int(c) if c >= 2 and c.is_integer() else None
+
+
+def exchange_above(pats: np.ndarray, split: np.ndarray, cell: tuple[int, int],
+                   level: Fraction) -> np.ndarray | None:
+    """A joint split at the same key that keeps every (grader, label) cell at ``level`` or
+    above and puts ``cell = (i, t)`` strictly above it, found among the single exchanges
+    (one item of pattern ``p1`` moves from label ``s`` to ``t``, one of pattern ``p2`` from
+    ``t`` to ``s``: the key's counts stay), or ``None`` when no single exchange does.
+
+    ``split`` should have every cell at ``level`` (as the witness of ``T`` has): only the
+    two labels an exchange touches are checked. A heuristic for the binding check (a cell some point puts above ``T`` does not bind):
+    the caller re-checks the split it returns exactly; ``None`` proves nothing.
+    ``pats`` (patterns x graders, ``-1`` skipped) and ``split`` (patterns x labels) are
+    those of :func:`evalcert.logic.splits.joint_patterns`; a cell with no decided item makes
+    no demand.
+
+    Examples
+    --------
+    >>> pats = np.array([[0, 1], [1, 1], [0, 0]])  # 3 patterns of 2 graders' labels
+    >>> split = np.array([[0, 1], [0, 1], [1, 0]])  # key (1, 2); grader 0 has 1/2 on label 1
+    >>> exchange_above(pats, split, (0, 1), Fraction(1, 2)) is None  # every move drops one
+    True
+    >>> pats = np.array([[0, 1], [0, 0], [1, 1]])
+    >>> split = np.array([[0, 0], [1, 1], [1, 1]])  # key (2, 2): every cell at 1/2
+    >>> exchange_above(pats, split, (1, 1), Fraction(1, 2)).tolist()  # grader 1 to 2/2 on 1
+    [[0, 0], [2, 0], [0, 2]]
+    """
+    a, b = level.numerator, level.denominator
+    i, t = cell
+    split = np.asarray(split, dtype=np.int64)
+    r = split.shape[1]
+    decided = pats >= 0
+    corr = np.stack([(split[:, u][:, None] * (pats == u)).sum(axis=0) for u in range(r)], 1)
+    den = np.stack([(split[:, u][:, None] * decided).sum(axis=0) for u in range(r)], 1)
+    if den[i, t] > 0 and b * corr[i, t] - a * den[i, t] >= 1:
+        return None  # already above: nothing to find
+    slack = b * corr - a * den  # (graders, labels); >= 0 where den > 0
+    givers = np.flatnonzero(split[:, t] > 0)  # p2: one item leaves label t
+    hit_t = (pats == t).astype(np.int64)
+    dec = decided.astype(np.int64)
+    for s in range(r):
+        if s == t:
+            continue
+        hit_s = (pats == s).astype(np.int64)
+        every = np.flatnonzero(split[:, s] > 0)  # p1: one item moves from s to t
+        for start in range(0, len(every), 64):  # blocks of p1: memory 64 x patterns x N
+            takers = every[start:start + 64]
+            # per (p1, p2, grader): new slack and denominator on labels t and s
+            dd_t = dec[takers][:, None, :] - dec[givers][None, :, :]
+            new_t = slack[:, t] + b * (hit_t[takers][:, None, :] - hit_t[givers][None, :, :]) \
+                - a * dd_t
+            den_t = den[:, t] + dd_t
+            new_s = slack[:, s] - b * (hit_s[takers][:, None, :] - hit_s[givers][None, :, :]) \
+                + a * dd_t
+            den_s = den[:, s] - dd_t
+            ok = ((new_t >= 0) | (den_t == 0)).all(axis=2) & \
+                ((new_s >= 0) | (den_s == 0)).all(axis=2)
+            ok &= (new_t[:, :, i] >= 1) & (den_t[:, :, i] >= 1)
+            ok &= takers[:, None] != givers[None, :]
+            hits = np.argwhere(ok)
+            if len(hits):
+                p1, p2 = takers[hits[0][0]], givers[hits[0][1]]
+                out = split.copy()
+                out[p1, s] -= 1
+                out[p1, t] += 1
+                out[p2, t] -= 1
+                out[p2, s] += 1
+                return out
+    return None

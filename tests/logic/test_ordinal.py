@@ -103,3 +103,33 @@ def test_cli_tolerance(tmp_path, capsys):
     assert "within 1 label step" in capsys.readouterr().out
     assert main(["audit", str(log), "--labels", "1,2,3,4,5", "--tolerance", "1",
                  "--bounds"]) == 2
+
+
+def _t_line(out: str) -> str:
+    return next(line for line in out.splitlines() if line.startswith("T = "))
+
+
+def test_cli_orders_undeclared_numeric_labels(tmp_path, capsys):
+    """Scores read from a file come in order of first appearance (here 4, 1, 5, 2, 3):
+    "within one step" must mean numerically, so the undeclared labels are sorted and the
+    answer equals the one with the order declared (it differed before: the tolerance was
+    taken over the appearance order, silently)."""
+    rng = np.random.default_rng(3)
+    truth = rng.integers(1, 6, 30)
+    truth[0] = 4
+    rows = [(k, f"g{i}", int(np.clip(truth[k] + rng.integers(-1, 2), 1, 5)))
+            for k in range(30) for i in range(3)]
+    log = tmp_path / "scores.csv"
+    log.write_text("item,grader,label\n" + "".join(f"q{a},{b},{c}\n" for a, b, c in rows))
+    for flag in (["--tolerance", "1"], ["--bands", "1-2,3-5"]):
+        assert main(["audit", str(log), "--labels", "1,2,3,4,5", "--m", "full", *flag]) == 0
+        declared = _t_line(capsys.readouterr().out)
+        assert main(["audit", str(log), "--m", "full", *flag]) == 0
+        out = capsys.readouterr()
+        assert "labels put in numeric order 1, 2, 3, 4, 5" in out.err + out.out
+        assert _t_line(out.out) == declared
+    words = tmp_path / "words.csv"
+    words.write_text("item,grader,label\nq1,g1,good\nq1,g2,poor\nq2,g1,fair\nq2,g2,good\n")
+    assert main(["audit", str(words), "--m", "full", "--tolerance", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "declare the order with --labels" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,196 @@
+"""Issue 25, item 4: the binding check's local move (:func:`evalcert.logic.search.
+exchange_above`) against a brute force over every single exchange, the binding pairs with
+and without it against brute force over item-level truths, and the overall time limit
+passed into every HiGHS solve (:attr:`evalcert.logic.ilp.HighsModel.deadline`)."""
+
+import itertools
+import time
+from fractions import Fraction
+
+import numpy as np
+import pulp
+import pytest
+from hypothesis import assume, given, settings, strategies as st
+
+from evalcert.errors import SolverError
+from evalcert.logic.ilp import HighsModel
+from evalcert.logic.joint import alarm_full
+from evalcert.logic.search import exchange_above
+from evalcert.logic.simulate import simulate_decisions
+from evalcert.logic.splits import joint_patterns
+
+from tests.logic._helpers import brute_force_joint, decisions, instance
+from tests.logic.test_joint_skips import brute_force_binding
+
+LABELS = ["a", "b", "c"]
+
+
+def cells(pats, split):
+    """(correct, den) per (grader, label) of a joint split, by plain loops."""
+    n_g, r = pats.shape[1], split.shape[1]
+    corr = np.zeros((n_g, r), dtype=np.int64)
+    den = np.zeros((n_g, r), dtype=np.int64)
+    for p in range(len(pats)):
+        for t in range(r):
+            for i in range(n_g):
+                corr[i, t] += split[p, t] * (pats[p, i] == t)
+                den[i, t] += split[p, t] * (pats[p, i] >= 0)
+    return corr, den
+
+
+def at_level(corr, den, level):
+    a, b = level.numerator, level.denominator
+    return all(b * c >= a * d for c, d in zip(corr.ravel(), den.ravel()) if d)
+
+
+def above(corr, den, cell, level):
+    return den[cell] >= 1 and level.denominator * corr[cell] > level.numerator * den[cell]
+
+
+def single_exchanges(split):
+    """Every split one exchange away (p1: s -> t, p2: t -> s), by brute force."""
+    n_p, r = split.shape
+    for p1, p2, s, t in itertools.product(range(n_p), range(n_p), range(r), range(r)):
+        if p1 != p2 and s != t and split[p1, s] > 0 and split[p2, t] > 0:
+            out = split.copy()
+            out[p1, s] -= 1
+            out[p1, t] += 1
+            out[p2, t] -= 1
+            out[p2, s] += 1
+            yield t, out
+
+
+@st.composite
+def split_case(draw):
+    r = draw(st.integers(2, 3))
+    n_g = draw(st.integers(1, 4))
+    n_p = draw(st.integers(1, 6))
+    pats = np.array(draw(st.lists(st.lists(st.integers(-1, r - 1), min_size=n_g,
+                                           max_size=n_g), min_size=n_p, max_size=n_p)))
+    split = np.array(draw(st.lists(st.lists(st.integers(0, 3), min_size=r, max_size=r),
+                                   min_size=n_p, max_size=n_p)))
+    level = draw(st.sampled_from([Fraction(0), Fraction(1, 3), Fraction(1, 2),
+                                  Fraction(2, 3), Fraction(3, 4)]))
+    cell = (draw(st.integers(0, n_g - 1)), draw(st.integers(0, r - 1)))
+    return pats, split, level, cell
+
+
+@settings(max_examples=100, deadline=None)
+@given(split_case())
+def test_exchange_above_finds_a_single_exchange_iff_one_exists(case):
+    pats, split, level, cell = case
+    corr, den = cells(pats, split)
+    assume(at_level(corr, den, level))  # as the witness of T is
+    out = exchange_above(pats, split, cell, level)
+    if above(corr, den, cell, level):
+        assert out is None  # nothing to find
+        return
+    wanted = [new for t, new in single_exchanges(split) if t == cell[1] and
+              at_level(*cells(pats, new), level) and above(*cells(pats, new), cell, level)]
+    if out is None:
+        assert wanted == []
+        return
+    assert (out >= 0).all() and (out.sum(axis=1) == split.sum(axis=1)).all()
+    assert (out.sum(axis=0) == split.sum(axis=0)).all()  # the key stays
+    new_corr, new_den = cells(pats, out)
+    assert at_level(new_corr, new_den, level) and above(new_corr, new_den, cell, level)
+    assert any((out == w).all() for w in wanted)
+
+
+@settings(max_examples=10, deadline=None)
+@given(instance(max_graders=4, max_q=6, skip=True))
+def test_binding_with_the_local_move_equals_brute_force(inst):
+    """Binding pairs (local move first, then MILPs) on logs with and without skips equal
+    the definition over every item-level truth at the witness key."""
+    r, cols = inst
+    cols = [c if any(v >= 0 for v in c) else [0] + c[1:] for c in cols]
+    dec = decisions(cols, LABELS[:r], on_missing="keep")
+    res = alarm_full(dec, "0.5", max_binding_keys=1)
+    assert res.T == brute_force_joint(dec)
+    if res.T > 0:
+        assert set(res.binding) == brute_force_binding(dec, res.attaining_keys[0], res.T)
+
+
+def test_the_local_move_saves_milps_on_a_simulated_panel(monkeypatch):
+    """On a simulated 200-item panel the binding pairs are the same with the local move
+    switched off, and the move decides some cells without a MILP."""
+    import evalcert.logic.joint as joint
+
+    dec = simulate_decisions(200, 3, 5, seed=3)
+    with_move = alarm_full(dec, "0.5")
+    calls = []
+    monkeypatch.setattr(joint, "exchange_above", lambda *a: calls.append(a) and None)
+    without = alarm_full(dec, "0.5")
+    assert with_move.T == without.T and set(with_move.binding) == set(without.binding)
+    assert with_move.n_solves <= without.n_solves
+
+
+def test_a_deadline_in_the_past_stops_the_next_solve():
+    rng = np.random.default_rng(0)
+    prob = pulp.LpProblem("knap", pulp.LpMaximize)
+    x = [prob.add_variable(f"x{k}", 0, 1, cat="Integer") for k in range(60)]
+    w = rng.integers(10**5, 10**6, size=60)
+    prob += pulp.lpSum(int(v) * xi for v, xi in zip(w, x)) <= int(w.sum()) // 2 + 1, "cap"
+    model = HighsModel(prob)
+    model.set_objective({k: float(v) for k, v in enumerate(w)}, maximize=True)
+    model.deadline = time.perf_counter() - 1.0
+    with pytest.raises(SolverError, match="time limit") as err:
+        model.solve()
+    assert err.value.status == "time_limit"
+    model.deadline = None
+    assert model.solve() == "Optimal"
+
+
+@pytest.mark.parametrize("limit", [0.05, 0.3, 1.0])
+def test_a_time_limit_inside_one_milp_returns_bounds_in_time(limit):
+    """A limit that ends inside a MILP (the 1000-item, 8-grader panel's first fixed-key
+    MILPs take ~1 s each) returns the proven bounds around the exact T (computed once,
+    without a limit) within the limit plus a small slack (the LP start point and one
+    re-solve)."""
+    dec = simulate_decisions(400, 3, 8, seed=1)
+    exact = alarm_full(dec, "0.5", max_binding_keys=0, max_checks=0).T
+    start = time.perf_counter()
+    res = alarm_full(dec, "0.5", time_limit=limit)
+    wall = time.perf_counter() - start
+    if res.T_upper is not None:
+        assert res.T <= exact <= res.T_upper
+    else:
+        assert res.T == exact
+    assert wall <= limit + 1.5
+
+
+@pytest.mark.parametrize("m", ["1", "2", "full"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_half_credit_key_search_equals_the_level_search(m, seed):
+    """Half credit (doubled ratios, denominators up to 2 Q) on the key search equals the
+    whole-Q-complex level search it replaced, on 30-item logs (brute force covers the small
+    ones in test_ordinal_credit.py)."""
+    from evalcert.logic.ordinal import alarm_credit, credit_table
+
+    dec = simulate_decisions(30, 3, 3, seed=seed)
+    table = credit_table(("a", "b", "tie"), ties="half")
+    keys = alarm_credit(dec, "0.5", table, m=m)
+    levels = alarm_credit(dec, "0.5", table, m=m, search="levels")
+    assert keys.T == levels.T
+    if keys.attaining_keys[:1] == levels.attaining_keys[:1]:  # binding is per witness key
+        assert set(keys.binding) == set(levels.binding)
+
+
+@pytest.mark.parametrize("which", ["m2", "full", "half"])
+def test_the_bar_says_keys_decided_and_bounds_on_t(which, capsys):
+    """M=2, the full joint and half credit all draw the key search's bar (keys decided, the
+    proven bounds on T) on stderr; ``verbose`` draws it at once instead of past ~3 s."""
+    from evalcert.logic.ordinal import alarm_credit, credit_table
+    from evalcert.logic.pairs import alarm_m2
+
+    dec = simulate_decisions(60, 3, 3, seed=2)
+    if which == "m2":
+        res = alarm_m2(dec, "0.5", verbose=True)
+    elif which == "full":
+        res = alarm_full(dec, "0.5", verbose=True)
+    else:
+        res = alarm_credit(dec, "0.5", credit_table(("a", "b", "tie"), ties="half"),
+                           verbose=True)
+    err = capsys.readouterr().err
+    assert "T in [" in err and "key" in err
+    assert f"T = {res.T}" in err  # the closing line names the exact T
