@@ -492,8 +492,10 @@ class ThreePL(IRTEstimator):
             density.fit_counts(md.z, self._last[1].sum(0))
             x[k:] = density.params
         if isinstance(self._density, Histogram):
-            # EM on the histogram (Bock & Aitkin 1981), as an ECM: ten L-BFGS-B steps on
-            # the items for the current masses, then the masses' constrained EM step; each
+            # the histogram (Bock & Aitkin 1981) as an ECM: ten L-BFGS-B steps on the items
+            # for the current masses, then the masses maximised exactly with the items held
+            # (Histogram.maximise; one EM step on the masses per cycle needed 332 cycles on a
+            # 2000 x 20 bimodal 2PL and stopped ~1 log-lik short: bench_histogram.py); each
             # half raises the likelihood. Settled when a cycle gains < 1e-6 per model
             from scipy.optimize import minimize
 
@@ -507,7 +509,7 @@ class ThreePL(IRTEstimator):
                 if loglik - last < settle:
                     break
                 last = loglik
-                self._density.update(md.z, self._last[1].sum(0))
+                self._density.maximise(md.z, self._last[1])
                 md.logw = self._density.log_weights(md.z)
             else:
                 raise ConvergenceError(f"{what}: the histogram's EM did not settle in "

@@ -183,3 +183,27 @@ def test_histogram_maximise_is_the_convex_optimum_over_masses(standardise):
         post_w = L * w
         post_w /= post_w.sum(1, keepdims=True)
         np.testing.assert_allclose(post_w.mean(0), w, atol=1e-7)
+
+
+def test_histogram_fit_with_the_exact_mass_step_reaches_the_em_fit():
+    """The histogram fit maximises the masses exactly between item updates
+    (Histogram.maximise); the old loop took one EM step on them. Both are ascent
+    methods on the same likelihood: the exact step must end at least as high (EM stopped
+    ~1 log-lik short on a 2000 x 20 bank), in far fewer item/mass cycles."""
+    Y = simulate_2pl(400, 12, seed=7, bimodal=True)
+    maximise, cycles = Histogram.maximise, {"exact": 0, "em": 0}
+
+    def fit(kind):
+        def step(self, z, post):
+            cycles[kind] += 1
+            return maximise(self, z, post) if kind == "exact" else self.update(z, post.sum(0))
+        Histogram.maximise = step
+        try:
+            est = TwoPL(slope_prior=0, density="histogram", standard_errors=False)
+            est._on_grid = True
+            return est.fit(Y).loglik_
+        finally:
+            Histogram.maximise = maximise
+    exact, em = fit("exact"), fit("em")
+    assert exact >= em - 1e-6 * Y.shape[0]
+    assert cycles["exact"] * 5 < cycles["em"]
