@@ -28,6 +28,7 @@ project environment and point ``--peers`` at that folder::
     pip install --target /tmp/peers mirt girth
     python benchmarks/bench_irt.py [--peers /tmp/peers] [--repeat 3] [--timeout 120]
         [--shapes rasch:1000x200 2pl:100x5000 rasch:300x20000@0.5 ...] [--real]
+        [--real-only --datasets ChemBench]
 
 ``--real`` adds the two few-model LLM matrices of ``../shared/data/irt`` (skipped
 when absent; never copied into the project): PSN-IRT (12 x 41,871) and
@@ -286,6 +287,9 @@ def run_real(args) -> None:
     root = args.data
     rows, matrices = [], []
     for label, (path, transposed) in REAL.items():
+        if args.datasets and not any(label.lower().startswith(name.lower())
+                                     for name in args.datasets):
+            continue
         if not os.path.exists(os.path.join(root, path)):
             print(f"{label}: {path} not found under {root}; skipped", file=sys.stderr)
             continue
@@ -323,6 +327,8 @@ def main() -> None:
     parser.add_argument("--real", action="store_true",
                         help="also fit PSN-IRT and ChemBench from ../shared/data/irt")
     parser.add_argument("--real-only", action="store_true", help="only the real matrices")
+    parser.add_argument("--datasets", nargs="+", default=None,
+                        help="with --real: only these real matrices (e.g. ChemBench PSN-IRT)")
     parser.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                        "shared", "data", "irt"),
                         help="folder of the shared IRT matrices (PSN-IRT/, irt-on-bench/)")

@@ -301,7 +301,10 @@ def _log_sum(q: np.ndarray, bound: float, axis: int) -> np.ndarray:
     whole = n // R * R if R > 1 else 0
     head = (slice(None), slice(0, whole)) if axis else (slice(0, whole),)
     tail = (slice(None), slice(whole, None)) if axis else (slice(whole, None),)
-    sums = np.log(q[tail]).sum(axis)
+    if R > 1:       # fewer than R values: one log of their product (a log costs ~8 products)
+        sums = np.log(np.multiply.reduce(q[tail], axis=axis))
+    else:
+        sums = np.log(q[tail]).sum(axis)
     if whole:
         shape = (q.shape[0], R, -1) if axis else (R, -1, q.shape[1])
         sums += np.log(np.multiply.reduce(q[head].reshape(shape), axis=axis)).sum(axis)
@@ -341,6 +344,7 @@ class _CompleteEStep:
         self.gh_z, self.gh_log_w = z, np.log(w / w.sum()) + 0.5 * z ** 2
         self.shared_only = shared_only
         self.last = ""
+        self._buffer: np.ndarray | None = None     # p and 1 - p, reused by every call
 
     def start(self, a: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Laplace approximation (mode, curvature) of every group's posterior.
@@ -419,8 +423,15 @@ class _CompleteEStep:
             bound = float(np.max(np.abs(a)) * np.max(np.abs(flat)) + np.max(np.abs(d)))
             nodes1 = np.vstack([flat, np.ones_like(flat)])
 
+            if keep:                                    # p and 1 - p of every chunk
+                shape = (2, a.size, flat.size)
+                if self._buffer is None or self._buffer.shape != shape:
+                    self._buffer = np.empty(shape)
+                pq = self._buffer
+
             def softplus_sums(c, nodes1=nodes1, keep=keep, bound=bound):
-                log1p_exp, p, q = _logistic(ad[c], nodes1, bound)
+                log1p_exp, p, q = _logistic(ad[c], nodes1, bound, *((pq[0, c], pq[1, c])
+                                                                   if keep else ()))
                 return log1p_exp, ((p, q) if keep else None)
 
             parts = map_blocks(softplus_sums, chunks, threads)
@@ -474,8 +485,9 @@ class _CompleteEStep:
                 "loglik": float(self.weights @ ll_g + self.ones @ d)}
 
 
-def _logistic(ad: np.ndarray, nodes1: np.ndarray,
-              bound: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _logistic(ad: np.ndarray, nodes1: np.ndarray, bound: float,
+              e_out: np.ndarray | None = None,
+              q_out: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``sum_j log(1 + e^eta_j)``, ``p = sigma(eta)`` and ``1 - p`` of ``eta = a z + d``, one ``exp``.
 
     ``ad`` holds the items' ``(a_j, d_j)`` as rows and ``nodes1`` the rows
@@ -488,6 +500,7 @@ def _logistic(ad: np.ndarray, nodes1: np.ndarray,
     ``max|a| max|z| + max|d|`` (at least ``|eta|``): above 700 ``eta`` is clipped
     to ``+-700`` (no overflow); below, the sums take one ``log`` per product of
     up to 32 items (:func:`_log_sum`; a third of the cost of one per cell).
+    ``e_out`` and ``q_out`` (``(items, nodes)``, optional) receive ``p`` and ``1 - p``.
 
     Examples
     --------
@@ -495,11 +508,11 @@ def _logistic(ad: np.ndarray, nodes1: np.ndarray,
     >>> np.round(s, 4).tolist(), float(p[0, 0]), bool(abs(q[0, 1] / np.exp(-40.0) - 1) < 1e-15)
     ([0.6931, 40.0], 0.5, True)
     """
-    e = ad @ nodes1
+    e = np.matmul(ad, nodes1, out=e_out)
     if bound > 700:
         np.clip(e, -700.0, 700.0, out=e)
     np.exp(e, out=e)
-    q = e + 1.0
+    q = np.add(e, 1.0, out=q_out)
     sums = _log_sum(q, bound, axis=0)
     np.reciprocal(q, out=q)
     e *= q
