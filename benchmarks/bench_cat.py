@@ -11,7 +11,17 @@ asks for <= 0.9), wall and CPU seconds of the fit and of each replay, and peak
 RSS::
 
     python benchmarks/bench_cat.py [--models 400] [--items 3000] [--max-items 50]
-        [--selection mfi kl astrat random] [--seed 0]
+        [--selection mfi kl astrat random] [--seed 0] [--peers SITE_PACKAGES]
+
+Per-step updates (issue 26 item 2): one held-out model is tested by
+:func:`~evalcert.irt.cat.run_cat` (``mfi``, ``--max-items`` items) with EAP
+and with MAP updates; the CPU time of the ability updates alone (the CAT
+engine's ``record``, best of 3 tests) is divided by the number of steps. Beside
+it, one scoring of the same model's row (its administered answers, NaN
+elsewhere, on the whole fitted bank) by mirt's ``fscores`` (EAP and MAP, frozen
+items; best of 3) when mirt is importable (``--peers``: a folder holding it),
+and by evalcert's :func:`~evalcert.irt.scoring.score_abilities`. A CAT update
+re-scores the model after every answer, so it is compared with one such call.
 """
 
 from __future__ import annotations
@@ -38,6 +48,8 @@ def main() -> None:
     parser.add_argument("--max-items", type=int, default=50)
     parser.add_argument("--selection", nargs="+", default=["mfi", "kl", "astrat"])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--peers", default="/tmp/peers" if os.path.isdir("/tmp/peers") else "",
+                        help="folder holding mirt (a site-packages or pip --target folder)")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     a, b = rng.lognormal(0, 0.5, args.items), rng.normal(size=args.items)
@@ -71,7 +83,79 @@ def main() -> None:
     print(format_table(rows, ["selection", "items", "MAE adaptive", "MAE random",
                               "MAE anchors", "adaptive / random"]))
     print("\n" + "\n".join(verdicts))
+    print()
+    print(format_table(step_rows(fit, Y[np.flatnonzero(test)[0]], args.max_items, args.peers),
+                       ["update", "steps", "evalcert CPU ms / step", "evalcert score_abilities "
+                        "CPU ms", "mirt fscores CPU ms", "step / mirt"]))
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+def _best_cpu(fn, repeat: int = 3) -> float:
+    best = np.inf
+    for _ in range(repeat):
+        c0 = time.process_time()
+        fn()
+        best = min(best, time.process_time() - c0)
+    return best
+
+
+def step_rows(fit, row: np.ndarray, max_items: int, peers: str) -> list:
+    """Per-step CPU of the CAT's ability updates against one scoring call (see the docstring)."""
+    import evalcert.irt.cat as cat
+    from evalcert.irt.scoring import score_abilities
+
+    params = item_parameters(fit)
+    keep = np.flatnonzero(params.usable)        # items the fit kept (finite parameters)
+    params, row = params.take(keep), row[keep]
+    names = {name: j for j, name in enumerate(params.item_names)}
+    spent = [0.0]
+    record = cat._Engine.record
+
+    def timed_record(self, *args, **kwargs):    # the update alone, not the item selection
+        c0 = time.process_time()
+        record(self, *args, **kwargs)
+        spent[0] += time.process_time() - c0
+
+    mirt_fscores = None
+    if peers:
+        import sys
+        sys.path.insert(0, peers)
+    try:
+        from mirt import fscores as mirt_fscores
+        from mirt.models.dichotomous import TwoParameterLogistic
+    except ImportError:
+        pass
+    rows = []
+    cat._Engine.record = timed_record
+    try:
+        for update in cat.CAT_UPDATES:
+            best, session = np.inf, None
+            for _ in range(3):
+                spent[0] = 0.0
+                session = cat.run_cat(params, lambda item: float(row[names[item]]),
+                                      max_items=max_items, update=update)
+                best = min(best, spent[0])
+            steps = session.items_used
+            seen = np.full(row.size, np.nan)
+            asked = [names[i] for i in session.items]
+            seen[asked] = row[asked]
+            one = seen[None, :]
+            ours = _best_cpu(lambda: score_abilities(params, np.nan_to_num(one), ~np.isnan(one),
+                                                     method=update, prior=(0.0, 1.0)))
+            theirs = np.nan
+            if mirt_fscores is not None:
+                model = TwoParameterLogistic(n_items=params.a.size)
+                model.set_parameters(discrimination=params.a, difficulty=params.b)
+                model._is_fitted = True             # frozen items: no fit
+                mirt_fscores(model, one, method=update.upper())     # warm-up
+                theirs = _best_cpu(lambda: mirt_fscores(model, one, method=update.upper()))
+            rows.append((update, steps, 1e3 * best / steps, 1e3 * ours, 1e3 * theirs,
+                         (best / steps) / theirs))
+    finally:
+        cat._Engine.record = record
+    if mirt_fscores is None:
+        print("mirt not importable (--peers): evalcert's per-step CPU only")
+    return rows
 
 
 if __name__ == "__main__":
