@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_irt import run_in_child  # noqa: E402
+from bench_irt import child_arguments, load_line, run_in_child  # noqa: E402
 from bench_irt_models import simulate_grm  # noqa: E402
 from irt_kernels import KERNEL_HEADERS, graded_estep, kernel_row  # noqa: E402
 
@@ -128,9 +128,7 @@ def run_same(args) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--peers", default="/tmp/peers" if os.path.isdir("/tmp/peers") else "")
+    child_arguments(parser, repeat=3, timeout=300.0)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     load = os.getloadavg()
@@ -148,9 +146,7 @@ def main() -> None:
         d = np.maximum(d, -30.0)
     print(format_table([kernel_row("grm 60x400 K=10",
                                    graded_estep(Y.astype(int), K, a=a, d=d))], KERNEL_HEADERS))
-    print(f"\nload average (1, 5, 15 min) at the start: {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}; at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
-          f"on {os.cpu_count()} cores")
+    print("\n" + load_line(load))
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_irt import run_in_child  # noqa: E402
+from bench_irt import child_arguments, load_line, run_in_child  # noqa: E402
 from bench_irt_models import density_runners, simulate_bimodal  # noqa: E402
 
 from evalcert.results import format_table  # noqa: E402
@@ -63,9 +63,7 @@ def _evalcert(exact: bool):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--peers", default="/tmp/peers" if os.path.isdir("/tmp/peers") else "")
+    child_arguments(parser, repeat=2, timeout=300.0)
     args = parser.parse_args()
     warnings.simplefilter("ignore")
     load = os.getloadavg()
@@ -83,9 +81,7 @@ def main() -> None:
     for row in rows:
         row[3] = row[2] / rows[-1][2]
     print(format_table([tuple(r) for r in rows], HEADERS))
-    print(f"\nload average (1, 5, 15 min) at the start: {load[0]:.2f} {load[1]:.2f} "
-          f"{load[2]:.2f}; at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
-          f"on {os.cpu_count()} cores")
+    print("\n" + load_line(load))
 
 
 if __name__ == "__main__":

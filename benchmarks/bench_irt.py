@@ -178,6 +178,24 @@ def run_in_child(run, Y: np.ndarray, repeat: int, timeout: float, peers: str):
     return result
 
 
+def child_arguments(parser, repeat: int, timeout: float) -> None:
+    """The options every benchmark running its fits through :func:`run_in_child` takes:
+    ``--repeat`` (best of), ``--timeout`` (seconds per run) and ``--peers`` (the folder
+    holding mirt, default ``/tmp/peers`` when it exists)."""
+    parser.add_argument("--repeat", type=int, default=repeat, help="best of this many runs")
+    parser.add_argument("--timeout", type=float, default=timeout,
+                        help="seconds before a run (any runner) is stopped")
+    parser.add_argument("--peers", default="/tmp/peers" if os.path.isdir("/tmp/peers") else "",
+                        help="folder holding mirt/girth (pip install --target)")
+
+
+def load_line(start: tuple[float, float, float]) -> str:
+    """The machine's load average at the start (``os.getloadavg()`` then) and now."""
+    return (f"load average (1, 5, 15 min) at the start: {start[0]:.2f} {start[1]:.2f} "
+            f"{start[2]:.2f}; at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())} "
+            f"on {os.cpu_count()} cores")
+
+
 def recovery(est_b, b: np.ndarray) -> tuple[float, float, float]:
     """Pearson and Spearman correlation with the truth, and regression slope (scale)."""
     est_b = np.asarray(est_b, float)
@@ -318,11 +336,7 @@ def run_real(args) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shapes", nargs="+", default=SHAPES)
-    parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
-    parser.add_argument("--timeout", type=float, default=120.0,
-                        help="seconds before a run (any runner) is stopped")
-    parser.add_argument("--peers", default="/tmp/peers" if os.path.isdir("/tmp/peers") else "",
-                        help="folder holding mirt/girth (pip install --target)")
+    child_arguments(parser, repeat=3, timeout=120.0)
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--real", action="store_true",
                         help="also fit PSN-IRT and ChemBench from ../shared/data/irt")

@@ -65,7 +65,7 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_irt import read_real, run_in_child  # noqa: E402
+from bench_irt import child_arguments, read_real, run_in_child  # noqa: E402
 from irt_kernels import KERNEL_HEADERS, binary_estep, graded_estep, kernel_row  # noqa: E402
 
 from evalcert.results import format_table  # noqa: E402
@@ -359,9 +359,7 @@ def run_group(label: str, Y: np.ndarray, runs: dict, truth, args) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--peers", default="/tmp/peers" if os.path.isdir("/tmp/peers") else "")
+    child_arguments(parser, repeat=3, timeout=300.0)
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument("--only", choices=["density", "4pl"], default=None,
                         help="run one section (the latent densities or the 4PL)")
