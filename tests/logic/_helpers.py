@@ -56,3 +56,20 @@ def forbid_solvers(monkeypatch):
 
     monkeypatch.setattr(pulp.LpProblem, "solve", no_solve)
     monkeypatch.setattr(HighsModel, "solve", no_solve)
+
+
+def hard_knapsack(**options):
+    """A 60-item knapsack with weights in [1e5, 1e6) as a :class:`HighsModel` maximising the
+    packed weight: HiGHS needs a moment to prove it, so time limits and deadlines bite."""
+    import pulp
+
+    from evalcert.logic.ilp import HighsModel
+
+    rng = np.random.default_rng(0)
+    prob = pulp.LpProblem("knap", pulp.LpMaximize)
+    x = [prob.add_variable(f"x{k}", 0, 1, cat="Integer") for k in range(60)]
+    w = rng.integers(10**5, 10**6, size=60)
+    prob += pulp.lpSum(int(v) * xi for v, xi in zip(w, x)) <= int(w.sum()) // 2 + 1, "cap"
+    model = HighsModel(prob, **options)
+    model.set_objective({k: float(v) for k, v in enumerate(w)}, maximize=True)
+    return model

@@ -10,10 +10,9 @@ returning an unproven T.
 import itertools
 from fractions import Fraction
 
-import numpy as np
 import pulp
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
 
 from evalcert.errors import SolverError
 from evalcert.logic import alarm_threshold
@@ -24,7 +23,7 @@ from evalcert.logic.splits import _joint_builder, joint_start
 from evalcert.logic.pairs import _build as m2_builder, alarm_m2
 from evalcert.logic.simulate import simulate_decisions
 
-from tests.logic._helpers import brute_force_joint, decisions, instance
+from tests.logic._helpers import brute_force_joint, decisions, hard_knapsack, instance
 
 LABELS = ["a", "b", "tie"]
 
@@ -99,13 +98,7 @@ def test_full_joint_key_search_gives_an_exact_witness():
 
 
 def test_time_limit_raises_a_typed_error_not_an_answer():
-    rng = np.random.default_rng(0)
-    prob = pulp.LpProblem("knap", pulp.LpMaximize)
-    x = [prob.add_variable(f"x{k}", 0, 1, cat="Integer") for k in range(60)]
-    w = rng.integers(10**5, 10**6, size=60)
-    prob += pulp.lpSum(int(v) * xi for v, xi in zip(w, x)) <= int(w.sum()) // 2 + 1, "cap"
-    model = HighsModel(prob, time_limit=1e-9)
-    model.set_objective({k: float(v) for k, v in enumerate(w)}, maximize=True)
+    model = hard_knapsack(time_limit=1e-9)
     with pytest.raises(SolverError, match="time limit") as err:
         model.solve()
     assert err.value.status == "time_limit"

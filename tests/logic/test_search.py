@@ -8,18 +8,15 @@ import time
 from fractions import Fraction
 
 import numpy as np
-import pulp
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 
 from evalcert.errors import SolverError
-from evalcert.logic.ilp import HighsModel
 from evalcert.logic.joint import alarm_full
 from evalcert.logic.search import exchange_above
 from evalcert.logic.simulate import simulate_decisions
-from evalcert.logic.splits import joint_patterns
 
-from tests.logic._helpers import brute_force_joint, decisions, instance
+from tests.logic._helpers import brute_force_joint, decisions, hard_knapsack, instance
 from tests.logic.test_joint_skips import brute_force_binding
 
 LABELS = ["a", "b", "c"]
@@ -126,13 +123,7 @@ def test_the_local_move_saves_milps_on_a_simulated_panel(monkeypatch):
 
 
 def test_a_deadline_in_the_past_stops_the_next_solve():
-    rng = np.random.default_rng(0)
-    prob = pulp.LpProblem("knap", pulp.LpMaximize)
-    x = [prob.add_variable(f"x{k}", 0, 1, cat="Integer") for k in range(60)]
-    w = rng.integers(10**5, 10**6, size=60)
-    prob += pulp.lpSum(int(v) * xi for v, xi in zip(w, x)) <= int(w.sum()) // 2 + 1, "cap"
-    model = HighsModel(prob)
-    model.set_objective({k: float(v) for k, v in enumerate(w)}, maximize=True)
+    model = hard_knapsack()
     model.deadline = time.perf_counter() - 1.0
     with pytest.raises(SolverError, match="time limit") as err:
         model.solve()
