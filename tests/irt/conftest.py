@@ -25,3 +25,17 @@ def rasch_data():
 @pytest.fixture(scope="session")
 def twopl_data():
     return simulate(600, 40, seed=2, slopes=True)
+
+
+@pytest.fixture
+def forced_path(monkeypatch):
+    """``forced_path(sparse_below, *args, **kw)``: ``score_abilities(*args, **kw)`` with the
+    observed share below which responses go to cell lists forced to ``sparse_below``
+    (1.1: always cell lists; 0.0: always the dense mask)."""
+    from evalcert.irt import scoring
+
+    def run(sparse_below: float, *args, **kwargs):
+        with monkeypatch.context() as patch:
+            patch.setattr(scoring, "_SPARSE_BELOW", sparse_below)
+            return scoring.score_abilities(*args, **kwargs)
+    return run

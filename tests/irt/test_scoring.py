@@ -256,21 +256,14 @@ def test_scores_are_stable_under_perturbed_items():
         np.testing.assert_allclose(s1, s2, rtol=1e-6)
 
 
-def test_sparse_and_dense_cells_give_the_same_scores():
+def test_sparse_and_dense_cells_give_the_same_scores(forced_path):
     """Below a quarter observed the responses stay a sparse matrix: same numbers."""
-    from evalcert.irt import scoring
-
     rng = np.random.default_rng(4)
     p = _items(6, n=300, guessing=True)
     Y = (rng.random((40, 300)) < 0.5).astype(float)
     O = rng.random((40, 300)) < 0.2
     for method in ("wle", "map", "eap"):
         sparse = score_abilities(p, Y, O, method=method)
-        old = scoring._SPARSE_BELOW
-        scoring._SPARSE_BELOW = 0.0
-        try:
-            dense = score_abilities(p, Y, O, method=method)
-        finally:
-            scoring._SPARSE_BELOW = old
+        dense = forced_path(0.0, p, Y, O, method=method)
         np.testing.assert_allclose(sparse[0], dense[0], atol=1e-9)
         np.testing.assert_allclose(sparse[1], dense[1], rtol=1e-8)

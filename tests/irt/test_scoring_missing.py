@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 from scipy.optimize import brentq
 
-from evalcert.irt import scoring
 from evalcert.irt.information import ItemParameters
 from evalcert.irt.scoring import score_abilities
 
@@ -83,18 +82,13 @@ def test_half_missing_ml_map_wle_are_the_roots(n_items):
             assert se[i] == pytest.approx(1 / np.sqrt(info), rel=1e-8)
 
 
-def test_dense_mask_and_cell_lists_give_the_same_scores_at_half_missing():
+def test_dense_mask_and_cell_lists_give_the_same_scores_at_half_missing(forced_path):
     """At half missing the responses stay a dense matrix with a 0/1 mask (sums are BLAS
     products); forced to cell lists (the sparse path) every score agrees."""
     p, Y, O = _bank(7, 40, 300, 0.5)
     Y = np.where(O, Y, 0.0)
     for method in ("ml", "wle", "map", "eap"):
         dense = score_abilities(p, Y, O, method=method)
-        old = scoring._SPARSE_BELOW
-        scoring._SPARSE_BELOW = 1.1
-        try:
-            cells = score_abilities(p, Y, O, method=method)
-        finally:
-            scoring._SPARSE_BELOW = old
+        cells = forced_path(1.1, p, Y, O, method=method)
         np.testing.assert_allclose(dense[0], cells[0], atol=1e-9)
         np.testing.assert_allclose(dense[1], cells[1], rtol=1e-8)
