@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -39,6 +40,9 @@ from evalcert.results import format_table  # noqa: E402
 from evalcert.irt import TwoPL  # noqa: E402
 from evalcert.irt.cat import simulate_cat  # noqa: E402
 from evalcert.irt.information import item_parameters  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from irt_kernels import best_of  # noqa: E402
 
 
 def main() -> None:
@@ -91,12 +95,7 @@ def main() -> None:
 
 
 def _best_cpu(fn, repeat: int = 3) -> float:
-    best = np.inf
-    for _ in range(repeat):
-        c0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - c0)
-    return best
+    return best_of(fn, repeat, clock=time.process_time)
 
 
 def step_rows(fit, row: np.ndarray, max_items: int, peers: str) -> list:
