@@ -34,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "every label; print the exact threshold T, the keys attaining it and the "
                     "binding grader and label. Counts of dropped, skipped and unparseable "
                     "decisions go to stderr and the JSON.")
-    parser.add_argument("path", help="judge log (CSV/TSV/JSONL/JSON records/Parquet: long "
+    # nargs="?": ``audit --plot-per-label LOG`` gives LOG to the flag's optional FILE;
+    # run() hands it back to the path (see _stray_path)
+    parser.add_argument("path", nargs="?", default=None, help="judge log (CSV/TSV/JSONL/JSON records/Parquet: long "
                                      "item,grader,label; wide item + one column per grader; or "
                                      "pairwise question_id,model_a,model_b,winner,judge), FastChat "
                                      "*_pair.jsonl/*_single.jsonl or AlpacaEval "
@@ -170,6 +172,26 @@ def add_population_options(parser: argparse.ArgumentParser) -> None:
                         help="item resamples of --population bootstrap (default 200)")
 
 
+def _stray_path(args: argparse.Namespace, images: tuple[str, ...]) -> None:
+    """Give the judge log back to ``args.path`` when an optional-FILE flag took it.
+
+    argparse hands the word after ``--plot-per-label``/``--pspace`` to the flag, so
+    ``audit --plot-per-label log.csv`` would leave no path. When the path is missing and
+    such a flag holds a name that is not a figure (``.png/.pdf/.svg``), that name is the
+    log and the flag had no FILE.
+    """
+    from evalcert.errors import InputError
+
+    for attr in ("plot_per_label", "pspace"):
+        value = getattr(args, attr)
+        if args.path is None and isinstance(value, str) and not value.lower().endswith(images):
+            args.path = value
+            setattr(args, attr, True)
+    if args.path is None:
+        raise InputError("audit needs a judge log: evalcert audit LOG [options] "
+                         "(see evalcert audit --help)")
+
+
 def run(args: argparse.Namespace) -> int:
     """Check outputs, read the log, run the audit, print its summary and notes.
 
@@ -197,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from evalcert.quiet import solver_log
 
     images = (".png", ".pdf", ".svg")
+    _stray_path(args, images)
     if args.json == "-":
         raise InputError("--json -: the JSON goes to a file (stdout carries the summary); "
                          "give a path ending .json")

@@ -170,3 +170,21 @@ def test_cli_pspace_file_sized_before_the_audit(tmp_path):
     code, _, err = run_cli(["audit", str(summary), "--pspace", "--json",
                             str(tmp_path / "p.json")])
     assert code == 0, err
+
+
+@pytest.mark.parametrize("flag", ["--plot-per-label", "--pspace"])
+def test_cli_view_flag_before_the_log_leaves_the_log_to_the_path(tmp_path, flag):
+    """``audit --plot-per-label LOG``: argparse gives LOG to the flag's optional FILE; the
+    audit takes it back as the judge log (the flag then has no FILE), as if written after."""
+    log, out = tmp_path / "bin.csv", tmp_path / "a.json"
+    _binary_log(log)
+    code, text, err = run_cli(["audit", flag, str(log), "--labels", "a,b", "--json", str(out)])
+    assert code == 0, err
+    data = __import__("json").loads(out.read_text())
+    key = "label_curves" if flag == "--plot-per-label" else "pspace"
+    assert data[key] is not None and "written to" not in err
+
+
+def test_cli_audit_without_a_log_is_refused_in_one_line():
+    code, out, err = run_cli(["audit", "--m", "2"])
+    assert code == 2 and "needs a judge log" in err and len(err.strip().splitlines()) == 1
