@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import warnings
 from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
@@ -37,11 +38,27 @@ from evalcert.results import ResultMixin, format_table
 __all__ = ["SOLVERS", "IlpResult", "M1Model", "HighsModel", "run_solver", "solve_model",
            "best_min_accuracy_ilp", "consistent_ilp"]
 
+
+
+def _cbc() -> Any:
+    """CBC through PuLP: the binary PuLP 3 bundles (``PULP_CBC_CMD``), or ``COIN_CMD`` (a
+    ``cbc`` on PATH, e.g. from ``pip install pulp[cbc]``) where PuLP no longer has it.
+
+    PuLP 3.3 warns that ``PULP_CBC_CMD`` goes in PuLP 4.0; the fall-back to ``COIN_CMD`` is
+    that change handled, so the warning is not passed on to the user.
+    """
+    bundled = getattr(pulp, "PULP_CBC_CMD", None)
+    if bundled is None:
+        return pulp.COIN_CMD(msg=solver_log_enabled(), gapRel=0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bundled(msg=solver_log_enabled(), gapRel=0.0)
+
+
 SOLVERS = {
     "highs": lambda: pulp.HiGHS(msg=solver_log_enabled(), gapRel=0.0),  # --verbose: a log
-    "cbc": lambda: pulp.PULP_CBC_CMD(msg=solver_log_enabled(), gapRel=0.0),
+    "cbc": _cbc,
 }
-_PULP_NAMES = {"highs": "HiGHS", "cbc": "PULP_CBC_CMD"}
 #: wall-clock limit (seconds) of one HighsModel solve; reaching it raises SolverError
 TIME_LIMIT = 600.0
 
@@ -199,8 +216,10 @@ def run_solver(prob: pulp.LpProblem, solver: str = "highs") -> tuple[str, float]
                                       f"{sorted(SOLVERS)}")
     backend = SOLVERS[solver]()
     if not backend.available():
-        raise BackendUnavailableError(f"ILP solver {solver!r} ({_PULP_NAMES[solver]}) is not "
-                                      "installed; install highspy or use solver='cbc'")
+        fix = ("install highspy or use solver='cbc'" if solver == "highs" else
+               "install it with pip install 'pulp[cbc]' or use solver='highs'")
+        raise BackendUnavailableError(f"ILP solver {solver!r} ({type(backend).__name__}) is "
+                                      f"not installed; {fix}")
     start = time.perf_counter()
     with native_stdout():  # highspy's banner: stdout holds evalcert's result only
         prob.solve(backend)
