@@ -24,14 +24,15 @@ models run have seen it (restricted maximum information, Revuelta & Ponsoda
 
 The ability after each item is the EAP (posterior mean; the grid is refined by
 :func:`~.scoring.score_cells` for a model whose posterior is narrower than 1.2
-grid spacings) or the MAP (on Rasch/2PL items by safeguarded Newton from the
-previous MAP over the answered items, which a few passes over the answered cells
-settle to rounding; on 3PL items, whose log posterior need not be concave, by
-:func:`~.scoring.score_cells`); ``se`` is the posterior sd (EAP) or
-``1 / sqrt(I + 1/sd^2)`` (MAP). Testing stops at ``max_items``, when ``se <=
-se_stop``, or when the estimate moves less than ``delta_stop``. The predicted
-accuracy is the posterior expectation of the model's accuracy on the whole bank:
-its answers on the items it took plus ``E[P_j(theta) | y]`` on the others.
+grid spacings) or the MAP (on Rasch/2PL items by Newton from the previous MAP
+over the answered items, which two or three passes over them settle to rounding,
+with :func:`~.scoring.score_cells` where Newton does not settle; on 3PL items,
+whose log posterior need not be concave, by :func:`~.scoring.score_cells`);
+``se`` is the posterior sd (EAP) or ``1 / sqrt(I + 1/sd^2)`` (MAP). Testing
+stops at ``max_items``, when ``se <= se_stop``, or when the estimate moves less
+than ``delta_stop``. The predicted accuracy is the posterior expectation of the
+model's accuracy on the whole bank: its answers on the items it took plus
+``E[P_j(theta) | y]`` on the others.
 
 :func:`run_cat` tests one model through a callback that returns one item's
 score; :func:`simulate_cat` replays held-out models from their response rows
@@ -74,6 +75,7 @@ __all__ = ["CATSession", "CATResult", "run_cat", "simulate_cat", "CAT_SELECTIONS
 CAT_SELECTIONS = ("mfi", "kl", "random", "astrat")
 CAT_UPDATES = ("eap", "map")
 _NODES = 241            # grid nodes on mu +- 6 sd
+_NEWTON_STEPS = 30      # MAP updates by Newton: steps before score_cells takes over
 _STRATA = 4
 
 
@@ -142,7 +144,7 @@ class _Engine:
         self.used = np.zeros(n, np.int64)
         self.grad, self.info = np.zeros(n), np.zeros(n)     # g and I at theta (no prior in I)
         self.amax = float(np.max(np.abs(params.a)))
-        self.passes = 0         # passes over the answered cells by _map_newton (benchmarks)
+        self.passes = 0         # passes of _map_newton over the answered items (benchmarks)
 
     def weights(self, idx: np.ndarray) -> np.ndarray:
         L = self.logpost[idx]
@@ -203,77 +205,59 @@ class _Engine:
 
     def _map_newton(self, idx: np.ndarray, items: np.ndarray, y: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray]:
-        """MAP and its SE after one more answer per model (Rasch/2PL items), by safeguarded
-        Newton from the previous MAP on the answered items only.
+        """MAP and its SE after one more answer per model (Rasch/2PL items), by Newton from
+        the previous MAP on the answered items only.
 
         With ``z_j = s_j a_j (theta - b_j)`` (``s_j = 2 y_j - 1``) and ``q_j = 1 / (1 +
         exp(z_j))`` the log posterior's slope is ``g = sum_j s_j a_j q_j - (theta -
         mu) / sd^2`` and its curvature ``-(I + 1/sd^2)``, ``I = sum_j a_j^2 q_j (1 -
-        q_j)``: strictly concave (each ``log P_j`` is concave in ``theta``), one root,
-        and ``|theta* - theta| <= |g| sd^2``. The first Newton step, from the previous
-        MAP, adds the new item's terms to ``g`` and ``I`` kept from the previous update;
-        that step's point and ``theta + g sd^2`` bracket the root, and every later
-        iterate's sign of ``g`` narrows the bracket. A Newton step is taken unless it
-        leaves the bracket or does not halve the previous step (then the bracket is
-        bisected), and the iteration stops as in :func:`~.scoring._solve`: when the error
-        bound after the step, ``max_j |a_j| step^2 / 2`` (the third derivative is at most
-        ``max_j |a_j| I``), is below ``1e-13 (1 + |theta|)``, when the step is below
-        ``1e-12 (1 + |theta|)`` or the bracket narrower than ``1e-12``. ``g`` and ``I``
-        are then evaluated at the final iterate (the SE ``1 / sqrt(I + 1/sd^2)``, and the
-        start of the next update). A model not located in 100 steps is scored by
+        q_j)``: strictly concave (each ``log P_j`` is concave in ``theta``), so ``g = 0``
+        has one root, Newton's only fixed point, and ``|theta - theta*| <= |g| sd^2``
+        anywhere. The first step, from the previous MAP, adds the new item's terms to
+        the ``g`` and ``I`` kept from the previous update; each later step evaluates
+        every answered item once. The iteration ends, as :func:`~.scoring._solve` does,
+        when the error bound after every model's step, ``max_j |a_j| step^2 / 2`` (the
+        third derivative is at most ``max_j |a_j| I``), is below ``1e-13 (1 + |theta|)``
+        (a model settled earlier meanwhile moves by ever smaller steps); ``g`` and ``I``
+        at the final iterate give the SE ``1 / sqrt(I + 1/sd^2)`` and start the next
+        update. Newton need not converge from afar (near-step items can make it cycle):
+        a model not settled in ``_NEWTON_STEPS`` steps is scored by
         :func:`~.scoring.score_cells` instead.
         """
         slot = self.used[idx]
-        if slot.max() >= self.sa.shape[1]:
+        width = int(slot.max()) + 1
+        if width > self.sa.shape[1]:
             grow = np.zeros_like(self.sa)
             self.sa, self.sab = np.hstack([self.sa, grow]), np.hstack([self.sab, grow])
+        b = self.p.b[items]
         sa = (2 * y - 1) * self.p.a[items]
-        self.sa[idx, slot], self.sab[idx, slot] = sa, sa * self.p.b[items]
+        self.sa[idx, slot], self.sab[idx, slot] = sa, sa * b
         self.used[idx] = slot + 1
-        width = int(slot.max()) + 1
         SA, SAB = self.sa[idx, :width], self.sab[idx, :width]
         SA2 = SA * SA
         prec = 1 / self.sd ** 2
         theta = self.theta[idx]
-        q = expit(sa * (self.p.b[items] - theta))               # the new item at theta
+        q = expit(sa * (b - theta))                             # the new item at theta
         g = self.grad[idx] + sa * q
-        curv = self.info[idx] + sa * sa * (q - q * q) + prec
-        reach = theta + g / prec                # the root lies between theta and reach
-        up = g > 0
-        lo, hi = np.where(up, theta, reach), np.where(up, reach, theta)
-        last = np.full(idx.size, np.inf)
-        active = np.ones(idx.size, bool)
+        info = self.info[idx] + sa * sa * (q - q * q)
         tol = 2e-13 / self.amax
-        for _ in range(100):
-            step = g / curv
-            new = theta + step
-            size = np.abs(step)
-            # theta is an end of the bracket and the step points into it: the step stays
-            # inside when shorter than the bracket, and must halve the previous one
-            inside = size < np.minimum(hi - lo, 0.5 * last)
-            done = size * size <= tol * (1 + np.abs(theta))
-            if not (inside >= active).all():            # bisect (a tiny step stays)
-                small = size <= 1e-12 * (1 + np.abs(theta))
-                new = np.where(inside | small, new, 0.5 * (lo + hi))
-                size = np.abs(new - theta)
-                done = small | (hi - lo <= 1e-12) | (inside & done)
-            last = size
-            theta = np.where(active, new, theta)
-            active &= ~done
-            if not active.any():
-                break
+        for _ in range(_NEWTON_STEPS):
+            step = g / (info + prec)
+            theta = theta + step
             self.passes += 1
             q = expit(SAB - theta[:, None] * SA)
-            g = np.einsum("ij,ij->i", SA, q) - (theta - self.mu) * prec
-            curv = np.einsum("ij,ij->i", SA2, q - q * q) + prec
-            up = g > 0
-            lo, hi = np.where(up, theta, lo), np.where(up, hi, theta)
-        if active.any():
-            theta[active] = self._exact(idx[active], "map")[0]
-        self.passes += 1
-        q = expit(SAB - theta[:, None] * SA)
-        self.grad[idx] = np.einsum("ij,ij->i", SA, q) - (theta - self.mu) * prec
-        self.info[idx] = info = np.einsum("ij,ij->i", SA2, q - q * q)
+            g = np.einsum("ij,ij->i", SA, q) + (self.mu - theta) * prec
+            info = np.einsum("ij,ij->i", SA2, q - q * q)
+            done = step * step <= tol * (1 + np.abs(theta))
+            if done.all():
+                break
+        lost = ~done
+        if lost.any():
+            theta[lost] = self._exact(idx[lost], "map")[0]
+            q = expit(SAB[lost] - theta[lost, None] * SA[lost])
+            g[lost] = np.einsum("ij,ij->i", SA[lost], q) + (self.mu - theta[lost]) * prec
+            info[lost] = np.einsum("ij,ij->i", SA2[lost], q - q * q)
+        self.grad[idx], self.info[idx] = g, info
         return theta, 1 / np.sqrt(info + prec)
 
     def _exact(self, idx: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:

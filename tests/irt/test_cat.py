@@ -170,12 +170,25 @@ def _score_answered(engine, idx: np.ndarray, bank: ItemParameters, prior) -> tup
     return score_cells(bank, cells, method="map", prior=prior)
 
 
+def _count_exact(engine, monkeypatch) -> list:
+    """Wrap the engine's exact (score_cells) path; the list holds the models it scored."""
+    scored: list = []
+    exact = engine._exact
+
+    def counted(idx, method):
+        scored.extend(idx.tolist())
+        return exact(idx, method)
+    monkeypatch.setattr(engine, "_exact", counted)
+    return scored
+
+
 @pytest.mark.parametrize("case", range(12))
 def test_map_updates_by_newton_equal_exact_map_scoring(case, monkeypatch):
     """The CAT's incremental MAP (Newton from the last MAP on the answered items) equals
     score_cells' MAP to 1e-8 after every answer: Rasch and 2PL banks (steep, flat and
-    negative slopes), off-centre priors, all-right and all-wrong models, answers flipped
-    against the model, and models answering in lockstep with different counts so far."""
+    negative slopes, near-step items), off-centre and wide priors, all-right and all-wrong
+    models, answers flipped against the model, and models answering in lockstep with
+    different counts so far. Newton settles all but a few of these stress updates."""
     rng = np.random.default_rng(100 + case)
     n_items, n = 120, 14
     a = (np.ones(n_items) if case % 4 == 0 else
@@ -195,18 +208,58 @@ def test_map_updates_by_newton_equal_exact_map_scoring(case, monkeypatch):
     Y[2:5] = np.where(flip[2:5], 1 - Y[2:5], Y[2:5])                # misfitting answers
     engine = _engine(bank, n, prior)
     assert engine.newton
-    monkeypatch.setattr(engine, "_exact", None)                     # no fallback taken
+    exact = _count_exact(engine, monkeypatch)
     order = np.array([rng.permutation(n_items) for _ in range(n)])
+    updates = 0
     for _ in range(40):
         idx = np.flatnonzero(rng.random(n) < 0.6)                   # who answers this round
         if idx.size == 0:
             continue
         items = order[idx, [len(engine.items[i]) for i in idx]]
         engine.record(idx, items, Y[idx, items])
+        updates += idx.size
         theta, se = _score_answered(engine, idx, bank, prior)
         np.testing.assert_allclose(engine.theta[idx], theta, rtol=0, atol=1e-8)
         np.testing.assert_allclose(engine.se[idx], se, rtol=1e-8)
     assert {len(engine.items[i]) for i in range(n)} != {40}         # counts differ
+    assert len(exact) <= 0.03 * updates
+
+
+def test_map_updates_of_a_simulated_cat_never_need_the_exact_path(monkeypatch):
+    """Lockstep maximum-information tests of 40 models on a 2PL bank: every update is
+    Newton's and the final abilities and SEs are score_cells' MAPs."""
+    bank = _bank(500, seed=19, spread=0.5)
+    Y = _responses(bank, np.random.default_rng(20).normal(size=40), seed=21)
+    engine = _engine(bank, 40)
+    engine.selection = "mfi"
+    exact = _count_exact(engine, monkeypatch)
+    everyone = np.arange(40)
+    for step in range(30):
+        chosen = engine.select(everyone, step, 30)
+        engine.record(everyone, chosen, Y[everyone, chosen])
+    assert exact == []
+    theta, se = _score_answered(engine, everyone, bank, (0.0, 1.0))
+    np.testing.assert_allclose(engine.theta, theta, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(engine.se, se, rtol=1e-8)
+
+
+def test_map_update_where_newton_cycles_falls_back_to_exact_scoring(monkeypatch):
+    """One near-step item (a = 40, b = 3) answered right under a N(0, 1) prior: Newton from
+    0 jumps to 40 and back (g = +-40, curvature ~1 at both), so score_cells scores it."""
+    bank = ItemParameters(np.array([40.0, 1.0]), np.array([3.0, 0.0]), np.zeros(2),
+                          ("steep", "flat"), "2pl")
+    engine = _engine(bank, 1)
+    exact = _count_exact(engine, monkeypatch)
+    engine.record(np.array([0]), np.array([0]), np.array([1.0]))
+    assert exact == [0]
+    theta, se = _score_answered(engine, np.array([0]), bank, (0.0, 1.0))
+    assert engine.theta[0] == theta[0] and 2.9 < theta[0] < 3.1
+    np.testing.assert_allclose(engine.se, se, rtol=1e-12)
+    engine.record(np.array([0]), np.array([1]), np.array([0.0]))     # Newton again, from there
+    assert exact == [0]
+    theta, se = _score_answered(engine, np.array([0]), bank, (0.0, 1.0))
+    np.testing.assert_allclose(engine.theta, theta, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(engine.se, se, rtol=1e-8)
 
 
 def test_map_updates_on_a_3pl_bank_take_the_exact_path():
