@@ -24,11 +24,15 @@ models run have seen it (restricted maximum information, Revuelta & Ponsoda
 
 The ability after each item is the EAP (posterior mean; the grid is refined by
 :func:`~.scoring.score_cells` for a model whose posterior is narrower than 1.2
-grid spacings) or the MAP; ``se`` is the posterior sd (EAP) or
-``1 / sqrt(I + 1/sd^2)`` (MAP). Testing stops at ``max_items``, when ``se <=
-se_stop``, or when the estimate moves less than ``delta_stop``. The predicted
-accuracy is the posterior expectation of the model's accuracy on the whole bank:
-its answers on the items it took plus ``E[P_j(theta) | y]`` on the others.
+grid spacings) or the MAP (on Rasch/2PL items by Newton from the previous MAP
+over the answered items, which two or three passes over them settle to rounding,
+with :func:`~.scoring.score_cells` where Newton does not settle; on 3PL items,
+whose log posterior need not be concave, by :func:`~.scoring.score_cells`);
+``se`` is the posterior sd (EAP) or ``1 / sqrt(I + 1/sd^2)`` (MAP). Testing
+stops at ``max_items``, when ``se <= se_stop``, or when the estimate moves less
+than ``delta_stop``. The predicted accuracy is the posterior expectation of the
+model's accuracy on the whole bank: its answers on the items it took plus
+``E[P_j(theta) | y]`` on the others.
 
 :func:`run_cat` tests one model through a callback that returns one item's
 score; :func:`simulate_cat` replays held-out models from their response rows
@@ -57,6 +61,7 @@ import dataclasses
 from typing import Any, Callable
 
 import numpy as np
+from scipy.special import expit
 
 from evalcert.errors import InputError
 from evalcert.results import PageMixin, ResultMixin, format_table
@@ -70,6 +75,7 @@ __all__ = ["CATSession", "CATResult", "run_cat", "simulate_cat", "CAT_SELECTIONS
 CAT_SELECTIONS = ("mfi", "kl", "random", "astrat")
 CAT_UPDATES = ("eap", "map")
 _NODES = 241            # grid nodes on mu +- 6 sd
+_NEWTON_STEPS = 30      # MAP updates by Newton: steps before score_cells takes over
 _STRATA = 4
 
 
@@ -129,6 +135,16 @@ class _Engine:
         order = np.argsort(params.a, kind="stable")
         self.stratum = np.empty(params.a.size, np.int64)
         self.stratum[order] = np.arange(params.a.size) * _STRATA // params.a.size
+        # MAP on Rasch/2PL items: each model's answered items as signed slopes s_j a_j and
+        # s_j a_j b_j (s = +1 right, -1 wrong), one row per model, filled as items are
+        # answered (empty slots 0: no contribution), and the log posterior's slope g and
+        # the information I at theta; see _map_newton
+        self.newton = update == "map" and not params.c.any()
+        self.sa, self.sab = np.zeros((n, 16)), np.zeros((n, 16))
+        self.used = np.zeros(n, np.int64)
+        self.grad, self.info = np.zeros(n), np.zeros(n)     # g and I at theta (no prior in I)
+        self.amax = float(np.max(np.abs(params.a)))
+        self.passes = 0         # passes of _map_newton over the answered items (benchmarks)
 
     def weights(self, idx: np.ndarray) -> np.ndarray:
         L = self.logpost[idx]
@@ -175,7 +191,8 @@ class _Engine:
             self.items[i].append(int(j))
             self.answers[i].append(float(v))
         if self.update == "map":
-            self.theta[idx], self.se[idx] = self._exact(idx, "map")
+            self.theta[idx], self.se[idx] = (self._map_newton(idx, items, y) if self.newton
+                                             else self._exact(idx, "map"))
             return
         w = self.weights(idx)
         m = w @ self.nodes
@@ -185,6 +202,63 @@ class _Engine:
         if coarse.any():
             m[coarse], s[coarse] = self._exact(idx[coarse], "eap")
         self.theta[idx], self.se[idx] = m, s
+
+    def _map_newton(self, idx: np.ndarray, items: np.ndarray, y: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """MAP and its SE after one more answer per model (Rasch/2PL items), by Newton from
+        the previous MAP on the answered items only.
+
+        With ``z_j = s_j a_j (theta - b_j)`` (``s_j = 2 y_j - 1``) and ``q_j = 1 / (1 +
+        exp(z_j))`` the log posterior's slope is ``g = sum_j s_j a_j q_j - (theta -
+        mu) / sd^2`` and its curvature ``-(I + 1/sd^2)``, ``I = sum_j a_j^2 q_j (1 -
+        q_j)``: strictly concave (each ``log P_j`` is concave in ``theta``), so ``g = 0``
+        has one root, Newton's only fixed point, and ``|theta - theta*| <= |g| sd^2``
+        anywhere. The first step, from the previous MAP, adds the new item's terms to
+        the ``g`` and ``I`` kept from the previous update; each later step evaluates
+        every answered item once. The iteration ends, as :func:`~.scoring._solve` does,
+        when the error bound after every model's step, ``max_j |a_j| step^2 / 2`` (the
+        third derivative is at most ``max_j |a_j| I``), is below ``1e-13 (1 + |theta|)``
+        (a model settled earlier meanwhile moves by ever smaller steps); ``g`` and ``I``
+        at the final iterate give the SE ``1 / sqrt(I + 1/sd^2)`` and start the next
+        update. Newton need not converge from afar (near-step items can make it cycle):
+        a model not settled in ``_NEWTON_STEPS`` steps is scored by
+        :func:`~.scoring.score_cells` instead.
+        """
+        slot = self.used[idx]
+        width = int(slot.max()) + 1
+        if width > self.sa.shape[1]:
+            grow = np.zeros_like(self.sa)
+            self.sa, self.sab = np.hstack([self.sa, grow]), np.hstack([self.sab, grow])
+        b = self.p.b[items]
+        sa = (2 * y - 1) * self.p.a[items]
+        self.sa[idx, slot], self.sab[idx, slot] = sa, sa * b
+        self.used[idx] = slot + 1
+        SA, SAB = self.sa[idx, :width], self.sab[idx, :width]
+        SA2 = SA * SA
+        prec = 1 / self.sd ** 2
+        theta = self.theta[idx]
+        q = expit(sa * (b - theta))                             # the new item at theta
+        g = self.grad[idx] + sa * q
+        info = self.info[idx] + sa * sa * (q - q * q)
+        tol = 2e-13 / self.amax
+        for _ in range(_NEWTON_STEPS):
+            step = g / (info + prec)
+            theta = theta + step
+            self.passes += 1
+            q = expit(SAB - theta[:, None] * SA)
+            g = np.einsum("ij,ij->i", SA, q) + (self.mu - theta) * prec
+            info = np.einsum("ij,ij->i", SA2, q - q * q)
+            done = step * step <= tol * (1 + np.abs(theta))
+            if done.all():
+                break
+        lost = ~done
+        if lost.any():
+            theta[lost] = self._exact(idx[lost], "map")[0]
+            q = expit(SAB[lost] - theta[lost, None] * SA[lost])
+            g[lost] = np.einsum("ij,ij->i", SA[lost], q) + (self.mu - theta[lost]) * prec
+            info[lost] = np.einsum("ij,ij->i", SA2[lost], q - q * q)
+        self.grad[idx], self.info[idx] = g, info
+        return theta, 1 / np.sqrt(info + prec)
 
     def _exact(self, idx: np.ndarray, method: str) -> tuple[np.ndarray, np.ndarray]:
         lengths = np.array([len(self.items[i]) for i in idx])

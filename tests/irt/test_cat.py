@@ -150,3 +150,129 @@ def test_holdout_calibration_warnings_name_the_files_items():
         simulate_cat(TwoPL(), frame, holdout=0.2, max_items=5, seed=0)
     messages = " ".join(str(w.message) for w in caught)
     assert "'q3'" in messages and "item3" not in messages
+
+
+def _engine(bank: ItemParameters, n: int, prior=(0.0, 1.0), update: str = "map"):
+    from evalcert.irt.cat import _Engine
+
+    return _Engine(bank, prior, np.ones((n, bank.a.size), bool), selection="random",
+                   update=update, randomesque=1, max_exposure=None,
+                   rng=np.random.default_rng(0))
+
+
+def _score_answered(engine, idx: np.ndarray, bank: ItemParameters, prior) -> tuple:
+    from evalcert.irt.scoring import _Cells, score_cells
+
+    lengths = [len(engine.items[i]) for i in idx]
+    cells = _Cells(bank.a.size, indptr=np.concatenate([[0], np.cumsum(lengths)]),
+                   cols=np.concatenate([engine.items[i] for i in idx]).astype(np.int64),
+                   y=np.concatenate([engine.answers[i] for i in idx]))
+    return score_cells(bank, cells, method="map", prior=prior)
+
+
+def _count_exact(engine, monkeypatch) -> list:
+    """Wrap the engine's exact (score_cells) path; the list holds the models it scored."""
+    scored: list = []
+    exact = engine._exact
+
+    def counted(idx, method):
+        scored.extend(idx.tolist())
+        return exact(idx, method)
+    monkeypatch.setattr(engine, "_exact", counted)
+    return scored
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_map_updates_by_newton_equal_exact_map_scoring(case, monkeypatch):
+    """The CAT's incremental MAP (Newton from the last MAP on the answered items) equals
+    score_cells' MAP to 1e-8 after every answer: Rasch and 2PL banks (steep, flat and
+    negative slopes, near-step items), off-centre and wide priors, all-right and all-wrong
+    models, answers flipped against the model, and models answering in lockstep with
+    different counts so far. Newton settles all but a few of these stress updates."""
+    rng = np.random.default_rng(100 + case)
+    n_items, n = 120, 14
+    a = (np.ones(n_items) if case % 4 == 0 else
+         rng.lognormal(0, 1.0 if case % 4 == 3 else 0.5, n_items))
+    if case % 4 == 2:
+        a *= np.where(rng.random(n_items) < 0.15, -1, 1)            # a few reversed items
+    if case % 6 == 5:
+        a[:10] = 25.0                                               # near-step items
+    bank = ItemParameters(a, rng.normal(0, 1.5, n_items), np.zeros(n_items),
+                          tuple(f"q{j}" for j in range(n_items)), "rasch" if case % 4 == 0
+                          else "2pl")
+    prior = (float(rng.normal(0, 1)), float(rng.uniform(0.3, 3)))
+    truth = rng.normal(prior[0], 2, n)
+    Y = (rng.random((n, n_items)) < 1 / (1 + np.exp(-a * (truth[:, None] - bank.b)))) * 1.0
+    Y[0], Y[1] = 1.0, 0.0                                           # all right, all wrong
+    flip = rng.random((n, n_items)) < 0.2
+    Y[2:5] = np.where(flip[2:5], 1 - Y[2:5], Y[2:5])                # misfitting answers
+    engine = _engine(bank, n, prior)
+    assert engine.newton
+    exact = _count_exact(engine, monkeypatch)
+    order = np.array([rng.permutation(n_items) for _ in range(n)])
+    updates = 0
+    for _ in range(40):
+        idx = np.flatnonzero(rng.random(n) < 0.6)                   # who answers this round
+        if idx.size == 0:
+            continue
+        items = order[idx, [len(engine.items[i]) for i in idx]]
+        engine.record(idx, items, Y[idx, items])
+        updates += idx.size
+        theta, se = _score_answered(engine, idx, bank, prior)
+        np.testing.assert_allclose(engine.theta[idx], theta, rtol=0, atol=1e-8)
+        np.testing.assert_allclose(engine.se[idx], se, rtol=1e-8)
+    assert {len(engine.items[i]) for i in range(n)} != {40}         # counts differ
+    assert len(exact) <= 0.03 * updates
+
+
+def test_map_updates_of_a_simulated_cat_never_need_the_exact_path(monkeypatch):
+    """Lockstep maximum-information tests of 40 models on a 2PL bank: every update is
+    Newton's and the final abilities and SEs are score_cells' MAPs."""
+    bank = _bank(500, seed=19, spread=0.5)
+    Y = _responses(bank, np.random.default_rng(20).normal(size=40), seed=21)
+    engine = _engine(bank, 40)
+    engine.selection = "mfi"
+    exact = _count_exact(engine, monkeypatch)
+    everyone = np.arange(40)
+    for step in range(30):
+        chosen = engine.select(everyone, step, 30)
+        engine.record(everyone, chosen, Y[everyone, chosen])
+    assert exact == []
+    theta, se = _score_answered(engine, everyone, bank, (0.0, 1.0))
+    np.testing.assert_allclose(engine.theta, theta, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(engine.se, se, rtol=1e-8)
+
+
+def test_map_update_where_newton_cycles_falls_back_to_exact_scoring(monkeypatch):
+    """One near-step item (a = 40, b = 3) answered right under a N(0, 1) prior: Newton from
+    0 jumps to 40 and back (g = +-40, curvature ~1 at both), so score_cells scores it."""
+    bank = ItemParameters(np.array([40.0, 1.0]), np.array([3.0, 0.0]), np.zeros(2),
+                          ("steep", "flat"), "2pl")
+    engine = _engine(bank, 1)
+    exact = _count_exact(engine, monkeypatch)
+    engine.record(np.array([0]), np.array([0]), np.array([1.0]))
+    assert exact == [0]
+    theta, se = _score_answered(engine, np.array([0]), bank, (0.0, 1.0))
+    assert engine.theta[0] == theta[0] and 2.9 < theta[0] < 3.1
+    np.testing.assert_allclose(engine.se, se, rtol=1e-12)
+    engine.record(np.array([0]), np.array([1]), np.array([0.0]))     # Newton again, from there
+    assert exact == [0]
+    theta, se = _score_answered(engine, np.array([0]), bank, (0.0, 1.0))
+    np.testing.assert_allclose(engine.theta, theta, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(engine.se, se, rtol=1e-8)
+
+
+def test_map_updates_on_a_3pl_bank_take_the_exact_path():
+    """Guessing makes the log posterior non-concave: no Newton shortcut, score_cells' MAP."""
+    rng = np.random.default_rng(7)
+    bank = ItemParameters(rng.lognormal(0, 0.5, 80), rng.normal(size=80),
+                          rng.uniform(0.1, 0.3, 80), tuple(f"q{j}" for j in range(80)), "3pl")
+    engine = _engine(bank, 6)
+    assert not engine.newton
+    Y = (rng.random((6, 80)) < 0.5) * 1.0
+    for k in range(15):
+        idx = np.arange(6)
+        engine.record(idx, np.full(6, k), Y[:, k])
+        theta, se = _score_answered(engine, idx, bank, (0.0, 1.0))
+        np.testing.assert_array_equal(engine.theta, theta)
+        np.testing.assert_array_equal(engine.se, se)
