@@ -107,8 +107,8 @@ def main() -> None:
         print(f"  {n_new} models x {m} items: wle {t_w:.3f} s, eap {t_e:.3f} s; reference "
               f"(brentq + quad) {t_ref:.2f} s -> {t_ref / (t_w + t_e):.0f}x; max |diff| wle "
               f"{np.max(np.abs(wle - ref_w)):.1e}, eap {np.max(np.abs(eap - ref_e)):.1e}")
-    kernels += [kernel_row(f"{n_new} x {m} new", scoring_kernel(p, new, method))
-                for method in ("wle", "eap")]
+        kernels += [kernel_row(f"{n_new} x {m} new", scoring_kernel(p, new, method))
+                    for method in ("wle", "eap")]
 
     print("marginal fits (exact gradient vs a central-difference gradient):")
     for name, est, Y, K in (

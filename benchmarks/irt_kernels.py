@@ -12,7 +12,8 @@ avoid, plus one ``exp`` and one ``log`` pass over the item table (items x nodes)
 and over the models x nodes result. It is the one that applies to scoring (a
 grid of nodes per model, :func:`scoring_kernel`) and to the multidimensional
 2PL's E-step (:func:`m2pl_estep`, printed beside the ``exp + log`` floor). The
-``floor`` column of :data:`KERNEL_HEADERS` says which floor a row uses; a ratio
+``floor`` column of :data:`KERNEL_HEADERS` says which floor a row uses (``exp + log``,
+or ``grid, P products``: :func:`grid_floor_seconds` with ``P`` products); a ratio
 below 1 means the kernel does less than that floor (e.g. Chebyshev sums instead
 of one transcendental function per cell and node). Imported by ``bench_irt.py``,
 ``bench_irt_models.py``, ``bench_grm.py``, ``bench_scoring.py``, ``bench_m2pl.py``,
@@ -28,7 +29,7 @@ import numpy as np
 KERNEL_HEADERS = ["data", "kernel", "cells x nodes", "kernel ms", "floor", "floor ms",
                   "kernel / floor"]
 #: the floor of :func:`floor_seconds`
-EXP_LOG = "exp + log over cells x nodes"
+EXP_LOG = "exp + log"
 
 
 def best_of(fun, repeat: int = 5, clock=time.perf_counter) -> float:
@@ -43,7 +44,7 @@ def best_of(fun, repeat: int = 5, clock=time.perf_counter) -> float:
 
 
 def floor_seconds(n_values: int, repeat: int = 5, clock=time.perf_counter) -> float:
-    """One ``exp`` and one ``log`` pass over ``n_values`` doubles, in place (best of ``repeat``)."""
+    """One ``exp`` and one ``log`` pass over ``n_values`` doubles (best of ``repeat``)."""
     x = np.random.default_rng(0).uniform(-3, 3, n_values)
 
     def passes():
@@ -163,9 +164,8 @@ def scoring_kernel(params, Y: np.ndarray, method: str = "eap", repeat: int = 5) 
     nodes = sum(pairs) / n
     products = 0 if observed.all() else 1
     floor = grid_floor_seconds(n, m, nodes, products, repeat)
-    what = f"{products} product{'s' * (products != 1)} + exp + log, models x nodes"
-    return (f"{method.upper()} scoring, {nodes:.0f} nodes per model",
-            int(round(observed.sum() * nodes)), took, floor, what)
+    return (f"{method.upper()}, {nodes:.0f} nodes/model",
+            int(round(observed.sum() * nodes)), took, floor, grid_label(products))
 
 
 def m2pl_estep(Y: np.ndarray, dims: int, n_points: int, repeat: int = 5) -> list[tuple]:
@@ -189,21 +189,17 @@ def m2pl_estep(Y: np.ndarray, dims: int, n_points: int, repeat: int = 5) -> list
         grid_floor = grid_floor_seconds(*Y.shape, len(Z), products, repeat)
     kernel = f"M2PL E-step, {n_points}^{dims} nodes"
     return [(kernel, n_cells, took, floor_seconds(n_cells, repeat)),
-            (kernel, n_cells, took, grid_floor,
-             f"{products} products + exp + log, models x nodes")]
+            (kernel, n_cells, took, grid_floor, grid_label(products))]
 
 
 def cml_terms(Y: np.ndarray, repeat: int = 5) -> tuple:
     """``(kernel, cells x nodes, CPU s, floor CPU s)`` of the Rasch CML's hot kernel,
     :func:`~evalcert.irt.estimation.esf.conditional_cells` (each model's ``log gamma`` and
     conditional probabilities by Fourier inversion), at difficulties from the item
-    proportions. Cells x nodes: each tilt group's observed items times the circle nodes it
-    keeps, counted in one untimed call. CPU seconds (all threads), as the kernel runs on a
-    thread pool for large designs."""
-    from unittest import mock
-
-    from scipy.special import expit
-
+    proportions. Cells x nodes: every model's observed items times the circle nodes its
+    score law keeps at its saddle point (``esf._circle``; the kernel evaluates a tilt
+    group's nodes once for the group, and its leave-one-out sums per model). CPU seconds
+    (all threads), as the kernel runs on a thread pool for large designs."""
     from evalcert.irt.estimation import esf
 
     observed = np.isfinite(Y)
@@ -212,22 +208,19 @@ def cml_terms(Y: np.ndarray, repeat: int = 5) -> tuple:
     sets = esf.ObservedSets.from_mask(observed[keep])
     share = (np.nansum(Y[keep], 0) + 0.5) / (observed[keep].sum(0) + 1.0)
     b = -np.log(share / (1 - share))
-    kept, batch_terms = [], esf._batch_terms
-
-    def counting(bg, mult, tilt, sc):
-        p = expit(tilt[:, None] - bg)
-        _, _, nodes = esf._circle((mult * p * (1 - p)).sum(1), mult.sum(1))
-        kept.append(int(((mult > 0).sum(1) * nodes.sum(1)).sum()))   # append: thread-safe
-        return batch_terms(bg, mult, tilt, sc)
-
-    def run():
-        return esf.conditional_cells(b, sets, scores[keep])
-    with mock.patch.object(esf, "_batch_terms", counting):
-        run()
-    took = best_of(run, repeat, time.process_time)
-    cells = sum(kept)
+    sizes = np.diff(sets.indptr)
+    _, sd = esf._saddle_abilities(b, sets, scores[keep], np.ones(b.size), None)
+    _, _, nodes = esf._circle(sd ** 2, sizes)
+    cells = int(sizes @ nodes.sum(1))
+    took = best_of(lambda: esf.conditional_cells(b, sets, scores[keep]), repeat,
+                   time.process_time)
     return ("CML log gamma + pi (esf.conditional_cells)", cells, took,
             floor_seconds(cells, repeat, time.process_time))
+
+
+def grid_label(products: int) -> str:
+    """The ``floor`` column of a :func:`grid_floor_seconds` floor with ``products`` products."""
+    return f"grid, {products} product{'s' * (products != 1)}"
 
 
 def kernel_row(label: str, measured: tuple) -> tuple:

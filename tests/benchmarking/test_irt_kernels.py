@@ -41,7 +41,7 @@ def test_scoring_kernel_counts_the_grid_and_leaves_scores_alone(kernels, missing
     assert nodes >= 10
     # cells x nodes is the observed cells times the nodes per model (printed rounded)
     assert abs(cells / np.count_nonzero(~np.isnan(Y)) - nodes) <= 0.5
-    assert what.startswith("0 products" if missing == 0 else "1 product ")
+    assert what == ("grid, 0 products" if missing == 0 else "grid, 1 product")
     assert took > 0 and floor > 0
     # the counting wrappers are removed: the same scores as before
     after = scoring.score_abilities(params, Y, ~np.isnan(Y), method="eap")
@@ -65,7 +65,7 @@ def test_m2pl_estep_rows_name_their_floors(kernels, missing, products):
     first, second = kernels.m2pl_estep(Y, 2, 7, repeat=1)
     assert first[:3] == second[:3]           # one kernel, two floors
     assert first[1] == np.count_nonzero(~np.isnan(Y)) * 49
-    assert second[4] == f"{products} products + exp + log, models x nodes"
+    assert second[4] == f"grid, {products} products"
     rows = [kernels.kernel_row("m2pl", r) for r in (first, second)]
     assert rows[0][4] == kernels.EXP_LOG
     assert len(rows[0]) == len(kernels.KERNEL_HEADERS)
