@@ -16,8 +16,8 @@ grid of nodes per model, :func:`scoring_kernel`) and to the multidimensional
 or ``grid, P products``: :func:`grid_floor_seconds` with ``P`` products); a ratio
 below 1 means the kernel does less than that floor (e.g. Chebyshev sums instead
 of one transcendental function per cell and node). Imported by ``bench_irt.py``,
-``bench_irt_models.py``, ``bench_grm.py``, ``bench_scoring.py``, ``bench_m2pl.py``,
-``bench_rasch_missing.py`` and ``bench_irt_practitioner.py``.
+``bench_irt_models.py``, ``bench_grm.py``, ``bench_histogram.py``, ``bench_scoring.py``,
+``bench_m2pl.py``, ``bench_rasch_missing.py`` and ``bench_irt_practitioner.py``.
 """
 
 from __future__ import annotations
@@ -216,6 +216,37 @@ def cml_terms(Y: np.ndarray, repeat: int = 5) -> tuple:
                    time.process_time)
     return ("CML log gamma + pi (esf.conditional_cells)", cells, took,
             floor_seconds(cells, repeat, time.process_time))
+
+
+def histogram_kernels(Y: np.ndarray, n_quad: int = 61, repeat: int = 5) -> list[tuple]:
+    """The two halves of a pure-ML 2PL cycle with an empirical-histogram density
+    (``TwoPL(slope_prior=0, density="histogram")``, fitted by the 3PL engine with floor 0):
+    the items' objective (one marginal log-likelihood and its exact gradient, E-step
+    included) over the observed cells x ``n_quad`` nodes, and the mass step
+    (:meth:`~evalcert.irt.density.Histogram.maximise` at that E-step's posteriors, from
+    the flat start) over models x nodes, each against one ``exp`` and one ``log`` pass over
+    its cells x nodes; slopes 1, intercepts from the item proportions."""
+    import copy
+
+    from evalcert.irt.density import make_density
+    from evalcert.irt.estimation.mml_direct import MarginalData
+    from evalcert.irt.threepl import ThreePL
+
+    observed = np.isfinite(Y)
+    md = MarginalData(np.where(observed, Y, -1).astype(int), 2, n_quad)
+    engine = ThreePL(guessing=0.0, slope_prior=0, intercept_prior=0.0, n_quad=n_quad,
+                     density="histogram")
+    engine._density = density = make_density("histogram", md.z)
+    md.logw = density.log_weights(md.z)
+    m = Y.shape[1]
+    share = (np.nansum(Y, 0) + 0.5) / (observed.sum(0) + 1.0)
+    x = np.concatenate([np.ones(m), np.log(share / (1 - share))])
+    items = objective_kernel(lambda: engine._objective(x, md, m), observed, n_quad,
+                             f"2PL log-lik + gradient, {n_quad} nodes", repeat)
+    post = engine._last[1]
+    took = best_of(lambda: copy.deepcopy(density).maximise(md.z, post), repeat)
+    return [items, ("histogram mass step (Histogram.maximise)", post.size, took,
+                    floor_seconds(post.size, repeat))]
 
 
 def grid_label(products: int) -> str:

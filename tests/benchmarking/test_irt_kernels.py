@@ -70,3 +70,11 @@ def test_m2pl_estep_rows_name_their_floors(kernels, missing, products):
     assert rows[0][4] == kernels.EXP_LOG
     assert len(rows[0]) == len(kernels.KERNEL_HEADERS)
     assert rows[1][6] == pytest.approx(second[2] / second[3])
+
+
+def test_histogram_kernels_count_cells_and_models_at_every_node(kernels):
+    Y, *_ = _responses(120, 8, 0.2, seed=3)
+    items, masses = kernels.histogram_kernels(Y, n_quad=21, repeat=1)
+    assert items[1] == np.count_nonzero(~np.isnan(Y)) * 21
+    assert masses[1] == Y.shape[0] * 21
+    assert all(r[2] > 0 and r[3] > 0 for r in (items, masses))
