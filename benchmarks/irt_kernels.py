@@ -17,7 +17,8 @@ or ``grid, P products``: :func:`grid_floor_seconds` with ``P`` products); a rati
 below 1 means the kernel does less than that floor (e.g. Chebyshev sums instead
 of one transcendental function per cell and node). Imported by ``bench_irt.py``,
 ``bench_irt_models.py``, ``bench_grm.py``, ``bench_histogram.py``, ``bench_scoring.py``,
-``bench_m2pl.py``, ``bench_rasch_missing.py`` and ``bench_irt_practitioner.py``.
+``bench_m2pl.py``, ``bench_rasch_missing.py`` and ``bench_irt_practitioner.py``
+(``bench_cat.py`` uses :func:`best_of`).
 """
 
 from __future__ import annotations
