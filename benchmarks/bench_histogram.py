@@ -17,6 +17,10 @@ with ``density="histogram"`` on the bimodal 2000 x 20 data of
   2PL (21 nodes, masses not standardised: a different model, N - 1 parameters).
 
 Columns: CPU seconds, ratio to mirt's CPU, log-likelihood, item/mass cycles.
+Then the two halves of a cycle (``irt_kernels.histogram_kernels``; best of 5, wall,
+in this process): the items' log-likelihood with its gradient over the cells x 61
+nodes, and the mass step over models x nodes, each against one ``exp`` and one
+``log`` pass over its cells x nodes measured in the same run.
 
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_histogram.py --peers DIR``.
 """
@@ -33,6 +37,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_irt import child_arguments, load_line, run_in_child  # noqa: E402
 from bench_irt_models import density_runners, simulate_bimodal  # noqa: E402
+from irt_kernels import KERNEL_HEADERS, histogram_kernels, kernel_row  # noqa: E402
 
 from evalcert.results import format_table  # noqa: E402
 
@@ -81,6 +86,8 @@ def main() -> None:
     for row in rows:
         row[3] = row[2] / rows[-1][2]
     print(format_table([tuple(r) for r in rows], HEADERS))
+    print("\n" + format_table([kernel_row("2000x20 bimodal", measured)
+                               for measured in histogram_kernels(Y)], KERNEL_HEADERS))
     print("\n" + load_line(load))
 
 

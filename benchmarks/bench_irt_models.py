@@ -51,8 +51,10 @@ takes its ``exp`` over models x nodes and items x nodes and sums the cells by
 two matrix products, so it runs below that "floor" (measured 0.33x at 3000 x
 20): there the floor is a yardstick, not a bound.
 
-Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_irt_models.py [--peers DIR]``
-(mirt installed with ``pip install --target DIR --no-deps mirt``).
+Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_irt_models.py [--peers DIR]
+[--only density|4pl|3pl]`` (mirt installed with ``pip install --target DIR --no-deps
+mirt``); ``--only 3pl`` runs the pure-ML 3PL on ChemBench and its 2PL E-step row. The
+load average at the start and at the end is printed last.
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ import warnings
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_irt import child_arguments, read_real, run_in_child  # noqa: E402
-from irt_kernels import KERNEL_HEADERS, binary_estep, graded_estep, kernel_row  # noqa: E402
+from bench_irt import child_arguments, load_line, read_real, run_in_child  # noqa: E402
+from irt_kernels import (KERNEL_HEADERS, binary_estep, graded_estep, kernel_row,  # noqa: E402
+                         objective_kernel)
 
 from evalcert.results import format_table  # noqa: E402
 
@@ -214,18 +217,14 @@ def run_fourpl(args) -> list:
 
 def fourpl_objective(Y: np.ndarray, n_quad: int = 61, repeat: int = 5) -> tuple:
     """The 4PL fit's hot kernel: one marginal log-likelihood and exact gradient (E-step included)."""
-    from irt_kernels import best_of, floor_seconds
-
     from evalcert.irt import FourPL
     from evalcert.irt.estimation.mml_direct import MarginalData
     md = MarginalData(np.where(np.isnan(Y), -1, Y).astype(int), 2, n_quad)
     est = FourPL(guessing_prior=None, upper_prior=None, slope_prior=0, intercept_prior=0)
     m = Y.shape[1]
     x = np.concatenate([np.ones(m), np.zeros(m), np.full(m, 0.2), np.full(m, 0.9)])
-    took = best_of(lambda: est._objective(x, md, m), repeat)
-    cells = int((~np.isnan(Y)).sum()) * n_quad
-    return (f"4PL log-lik + gradient, {n_quad}-node grid", cells, took,
-            floor_seconds(cells, repeat))
+    return objective_kernel(lambda: est._objective(x, md, m), ~np.isnan(Y), n_quad,
+                            f"4PL log-lik + gradient, {n_quad}-node grid", repeat)
 
 
 def record_mirt(args) -> None:
@@ -361,17 +360,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     child_arguments(parser, repeat=3, timeout=300.0)
     parser.add_argument("--skip-peers", action="store_true")
-    parser.add_argument("--only", choices=["density", "4pl"], default=None,
-                        help="run one section (the latent densities or the 4PL)")
+    parser.add_argument("--only", choices=["density", "4pl", "3pl"], default=None,
+                        help="run one section (the latent densities, the 4PL, or the pure-ML "
+                             "3PL on ChemBench)")
     parser.add_argument("--record-mirt", action="store_true",
                         help="print mirt's 4PL/3PLu numbers pinned in tests/irt/test_fourpl.py")
     parser.add_argument("--data", default=ROOT, help="folder holding irt-on-bench/ (shared data)")
     args = parser.parse_args()
+    load = os.getloadavg()
     warnings.simplefilter("ignore")
     if args.record_mirt:
         record_mirt(args)
         return
     if args.only:
+        if args.only == "3pl":
+            C = read_real(args.data, "irt-on-bench/binary_matrix.csv", True)
+            print(format_table(run_group(f"ChemBench {C.shape[0]}x{C.shape[1]}", C,
+                                         threepl_runners(), None, args), HEADERS))
+            print()
+            print(format_table([kernel_row("ChemBench 2pl", binary_estep(C))], KERNEL_HEADERS))
+            print(load_line(load))
+            return
         if args.only == "density":
             print(format_table(run_density(args), DENSITY_HEADERS))
             return
@@ -402,6 +411,7 @@ def main() -> None:
     print()
     kernels.append(kernel_row("4pl 3000x20", fourpl_objective(simulate_4pl()[0])))
     print(format_table(kernels, KERNEL_HEADERS))
+    print(load_line(load))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,16 @@ Issue 26 item 3. Each run in its own forked child, timed inside it (best of
   49^2 Gauss-Hermite grid, no accuracy check); CPU-s of the scoring call only; RMSE of
   the abilities to the truth after the best rotation (Procrustes).
 
+Then the fit's hot kernel, the E-step (log-likelihood and expected counts on the
+product grid, at the starting values; ``irt_kernels.m2pl_estep``; best of 5, wall, in
+this process) of each fit shape, twice against floors measured in the same run: one
+``exp`` and one ``log`` pass over the observed cells x nodes (the E-step's floor
+of issue 26; this E-step is below it, as it sums over items by BLAS products
+instead of one transcendental function per cell and node), and the BLAS products it
+makes (responses and mask forward, the counts back: four with missing cells) plus
+one ``exp`` and one ``log`` pass over the item table and over models x nodes
+(``irt_kernels.grid_floor_seconds``).
+
 Run: ``OPENBLAS_NUM_THREADS=1 python benchmarks/bench_m2pl.py [--peers DIR]``, DIR
 holding mirt (default: /work/venvs/irtmodels's site-packages when present).
 """
@@ -38,6 +48,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_irt import run_in_child  # noqa: E402
+from irt_kernels import KERNEL_HEADERS, kernel_row, m2pl_estep  # noqa: E402
 
 from evalcert.results import format_table  # noqa: E402
 
@@ -119,11 +130,13 @@ def main() -> None:
     shapes = [] if args.score_only else [(1000, 30, 1, 0.3, 41), (1000, 30, 2, 0.3, 21)]
     if not (args.quick or args.score_only):
         shapes += [(2000, 40, 2, 0.5, 21), (500, 20, 3, 0.2, 11)]
-    rows = []
+    rows, kernels = [], []
     for n, m, k, missing, points in shapes:
         Y, *_ = simulate(0, n, m, k, missing)
         O, Y0 = ~np.isnan(Y), np.nan_to_num(Y)
         label = f"fit {n}x{m} K={k} ({missing:.0%} missing, {points}^{k} nodes)"
+        kernels += [kernel_row(f"{n}x{m} K={k} {missing:.0%} missing", measured)
+                    for measured in m2pl_estep(Y, k, points)]
         cpu_peer = np.nan
         found = []
         for name, run in reversed(list(fit_runners(k, points).items())):   # mirt first
@@ -145,6 +158,7 @@ def main() -> None:
         rows += found[::-1]
     if rows:
         print(format_table(rows, HEADERS))
+        print("\n" + format_table(kernels, KERNEL_HEADERS))
 
     srows = []
     k = 2

@@ -6,7 +6,18 @@ diagonal Newton steps instead of Schur steps, one thread), JML, and mirt's
 1PL (PyPI, multi-threaded Rust) when ``--peers`` holds it. CPU seconds (all
 threads) and wall seconds of one fit after an untimed warm-up, the ratio of
 each to evalcert CML's, the largest difference of the difficulties from
-evalcert CML's and the peak RSS::
+evalcert CML's and the peak RSS.
+
+Then each shape's hot kernels, timed in this process against a floor measured in
+the same run (``irt_kernels``): CML's ``esf.conditional_cells`` (every model's
+``log gamma`` and conditional probabilities, by Fourier inversion on the circle
+nodes each model keeps; CPU seconds of all threads, at difficulties from the item
+proportions) against one ``exp`` and one ``log`` pass over the observed cells x
+kept nodes (below 1 where the Chebyshev sums replace the transcendental functions
+at every cell and node), and the Rasch MML E-step (the model of mirt's 1PL row;
+wall, one thread, at the starting values) against one ``exp`` and one ``log`` pass
+over the observed cells x quadrature nodes it evaluates. JML's Newton sweeps touch
+each observed cell once per step and have no row::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_rasch_missing.py \\
         [--shapes 300x20000@0.5 1000x200@0.3 1000x200 100x5000] [--peers /tmp/peers]
@@ -23,10 +34,14 @@ import warnings
 
 import numpy as np
 
-from evalcert.results import format_table
-from evalcert.irt import Rasch
-from evalcert.irt.estimation import esf
-from evalcert.irt import rasch as rasch_module
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_irt import load_line  # noqa: E402
+from irt_kernels import KERNEL_HEADERS, binary_estep, cml_terms, kernel_row  # noqa: E402
+
+from evalcert.results import format_table  # noqa: E402
+from evalcert.irt import Rasch  # noqa: E402
+from evalcert.irt.estimation import esf  # noqa: E402
+from evalcert.irt import rasch as rasch_module  # noqa: E402
 
 HEADERS = ["shape", "runner", "cpu s", "wall s", "cpu vs cml", "wall vs cml",
            "max |b - b_cml|", "peak RSS MiB"]
@@ -73,11 +88,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.peers:
         sys.path.insert(0, args.peers)
-    rows = []
+    rows, kernels, load = [], [], os.getloadavg()
     for shape in args.shapes:
         size, _, missing = shape.partition("@")
         n, m = (int(v) for v in size.split("x"))
         Y = simulate(n, m, float(missing or 0.0))
+        kernels += [kernel_row(shape, cml_terms(Y)), kernel_row(shape, binary_estep(Y, True))]
         runners = {"evalcert cml": lambda Y: Rasch(method="cml").fit(Y).difficulties_,
                    "cml reference paths": reference_cml,
                    "evalcert jml": lambda Y: Rasch(method="jml").fit(Y).difficulties_,
@@ -97,6 +113,9 @@ def main() -> None:
             print(f"{shape:16s} {name:22s} cpu {cpu:7.3f} s  wall {wall:7.3f} s",
                   file=sys.stderr, flush=True)
     print(format_table(rows, HEADERS))
+    print()
+    print(format_table(kernels, KERNEL_HEADERS))
+    print(load_line(load))
 
 
 if __name__ == "__main__":

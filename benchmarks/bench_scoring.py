@@ -16,6 +16,18 @@ the largest error of the posterior means against a brute-force posterior (1-D:
 first 20 (K=2: 10) models, in posterior sds, and peak RSS. The load average
 is printed before and after.
 
+After the table, the hot kernel of each 2PL shape and method, evalcert's
+``score_abilities`` call itself (best of 5, wall, one thread, in this process), is
+timed against a floor measured in the same run (``irt_kernels.scoring_kernel``):
+at the nodes per model the call evaluates (counted; EAP: its posterior grids with
+their refinements; MAP/WLE/ML: the grid its roots are bracketed on), one ``exp``
+and one ``log`` pass over the items x nodes table, the sums ``(models x items) @
+(items x 2)``, the mask's ``(models x items) @ (items x nodes)`` product where
+cells are missing (none for complete data, whose sums over items are column
+sums), and one ``exp`` and one ``log`` pass over models x nodes. ``kernel / floor``
+is how far the scoring is from that. The K=2 scoring's kernel is in
+``bench_m2pl.py``.
+
 mirt (PyPI, the Python package, not the R one) is a benchmark-only peer:
 install it outside the project environment and point ``--peers`` at its
 ``site-packages`` (default: /work/venvs/irtmodels's when present)::
@@ -45,6 +57,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_irt import parse_shape, run_in_child  # noqa: E402
+from irt_kernels import KERNEL_HEADERS, kernel_row, scoring_kernel  # noqa: E402
 from evalcert.results import format_table  # noqa: E402
 from evalcert.irt.information import ItemParameters  # noqa: E402
 from evalcert.irt.scoring import score_abilities  # noqa: E402
@@ -172,7 +185,7 @@ def main() -> None:
                         help="folder holding mirt (a site-packages or pip --target folder)")
     args = parser.parse_args()
     load0 = os.getloadavg()
-    rows, ratios = [], []
+    rows, ratios, kernels = [], [], []
     for shape in args.shapes:
         kind, n, m, missing = parse_shape(shape)
         if kind.startswith("m2pl"):
@@ -184,6 +197,9 @@ def main() -> None:
             Y, a, b, theta = simulate(n, m, missing)
             cases = [(method, runners(a, b, method)) for method in args.methods]
             ref = eap_reference(Y, a, b) if "eap" in args.methods else None
+            params = ItemParameters(a, b, np.zeros(m), tuple(map(str, range(m))), "2pl")
+            kernels += [kernel_row(shape, scoring_kernel(params, Y, method))
+                        for method in args.methods]
         for method, runs in cases:
             got = {}
             for name, run in runs.items():
@@ -216,6 +232,9 @@ def main() -> None:
             print(f"slowest {what} ratio: mirt takes {worst[k]:.2f}x evalcert's time "
                   f"({worst[0]}, {worst[1]}); issue 26 asks for >= 2: "
                   f"{'met' if worst[k] >= 2 else 'NOT met'}")
+    if kernels:
+        print()
+        print(format_table(kernels, KERNEL_HEADERS))
     load1 = os.getloadavg()
     print(f"load average (1, 5, 15 min) before: {load0[0]:.1f} {load0[1]:.1f} {load0[2]:.1f}; "
           f"after: {load1[0]:.1f} {load1[1]:.1f} {load1[2]:.1f} on {os.cpu_count()} CPUs")
