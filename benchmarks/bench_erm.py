@@ -32,7 +32,12 @@ computed here on a fixed 1601-node grid with the other 11 parameters maximised
 the slope grows, so the ML slope does not exist (the item becomes a step), and
 the posterior puts exactly the models that failed the item below its threshold.
 
-Usage (skips with a message when ``Rscript`` or eRm is missing)::
+Before any of this (and without R) it prints the CML's hot kernel
+(``esf.conditional_cells``) on each simulated size against a floor measured in the same run:
+one ``exp`` and one ``log`` pass over the same cells x circle nodes
+(:func:`irt_kernels.cml_terms`), so the distance to the machine's limit is on record.
+
+Usage (skips the eRm comparison with a message when ``Rscript`` or eRm is missing)::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_erm.py [--sizes 500x20 2000x50 5000x100]
     python benchmarks/bench_erm.py --reference   # eRm on the matrices of the eRm tests
@@ -55,6 +60,9 @@ import numpy as np
 from evalcert.results import format_table
 from evalcert.irt import Rasch, TwoPL
 from evalcert.io.tables import read_table
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from irt_kernels import KERNEL_HEADERS, cml_terms, kernel_row  # noqa: E402
 
 R_FIT = r"""
 suppressMessages(library(eRm))
@@ -274,6 +282,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", action="store_true",
                         help="print eRm's values for the matrices of the eRm tests and stop")
     args = parser.parse_args(argv)
+    # the CML's hot kernel against an exp + log floor over the same cells x nodes (needs no R)
+    kernels = [kernel_row(f"simulated {size}", cml_terms(simulate(*map(int, size.split("x")))
+                                                          .astype(float)))
+               for size in args.sizes]
+    print(format_table(kernels, KERNEL_HEADERS) + "\n")
     why = r_available()
     if why:
         print(f"skipped: {why}", file=sys.stderr)
