@@ -77,6 +77,22 @@ def _log_sigmoids(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.minimum(eta, 0.0) - tail, np.minimum(-eta, 0.0) - tail
 
 
+def _zero_where_none(term: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``term`` (a count ``n`` times a ratio) with 0 where ``n = 0`` and the ratio is not
+    finite (``0 x inf``: no such answers); ``term`` itself when all is finite."""
+    if not np.isfinite(term).all():
+        term[n == 0] = 0.0
+    return term
+
+
+def _weighted_sum(n: np.ndarray, log_p: np.ndarray) -> float:
+    """``sum n log p`` over the cells with ``n > 0`` (``log p = -inf`` where ``n = 0`` adds 0)."""
+    if np.isfinite(log_p).all():
+        return float(np.vdot(n, log_p))
+    with np.errstate(invalid="ignore"):
+        return float(np.sum(np.where(n > 0, n * log_p, 0.0)))
+
+
 def _log_sum(floor: np.ndarray, span: np.ndarray, log_span: np.ndarray,
              log_s: np.ndarray) -> np.ndarray:
     """``log(floor + span * s)`` per item (rows) from ``log s``: a plain log where the
@@ -287,28 +303,27 @@ class ThreePL(IRTEstimator):
         _, da, d, c, u, k, log_s, log_1s, log_p0, log_p1 = self._curves(x, m, z)
         _, _, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
         span = (u - c)[:, None]
-        logp = np.stack([log_p0, log_p1], axis=2)
         post = None
         if counts is None:
+            logp = np.stack([log_p0, log_p1], axis=2)
             loglik, post, counts = md.evaluate(logp)
-        else:
-            with np.errstate(invalid="ignore"):
-                loglik = float(np.sum(np.where(counts > 0, counts * logp, 0.0)))
         n0, n1 = counts[:, :, 0], counts[:, :, 1]
-        s, s1 = np.exp(log_s), np.exp(log_1s)
-        with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: no such answers
-            r1_s, r1_1s = n1 * np.exp(log_s - log_p1), n1 * np.exp(log_1s - log_p1)
-            r0_s, r0_1s = n0 * np.exp(log_s - log_p0), n0 * np.exp(log_1s - log_p0)
-        for r, n in ((r1_s, n1), (r1_1s, n1), (r0_s, n0), (r0_1s, n0)):
-            r[n == 0] = 0.0
-        g_eta = span * (r1_s * s1 - r0_1s * s)
+        if post is None:
+            loglik = _weighted_sum(n0, log_p0) + _weighted_sum(n1, log_p1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # s (1 - s) / P and s (1 - s) / (1 - P): at most 1 / (u - c), finite
+            both = log_s + log_1s
+            g_eta = span * _zero_where_none(n1 * np.exp(both - log_p1), n1)
+            g_eta -= span * _zero_where_none(n0 * np.exp(both - log_p0), n0)
         grad = [(g_eta @ z) * da + g_prior, g_eta.sum(1) - self.intercept_prior * d]
         value = loglik + log_prior - 0.5 * self.intercept_prior * np.sum(d ** 2)
-        for fixed, v, score, prior in ((self.guessing, c, r1_1s - r0_1s, self.guessing_prior),
-                                       (self.upper, u, r1_s - r0_s, self.upper_prior)):
+        for fixed, v, log_t, prior in ((self.guessing, c, log_1s, self.guessing_prior),
+                                       (self.upper, u, log_s, self.upper_prior)):
             if fixed is not None:
                 continue
-            g = score.sum(1)
+            with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: no such answers
+                g = (_zero_where_none(n1 * np.exp(log_t - log_p1), n1)
+                     - _zero_where_none(n0 * np.exp(log_t - log_p0), n0)).sum(1)
             if prior is not None:
                 al, be = prior
                 value += np.sum(xlogy(al - 1, v) + xlog1py(be - 1, -v))
