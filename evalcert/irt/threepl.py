@@ -56,7 +56,7 @@ from evalcert.irt.data import ResponseData, finite_items
 from evalcert.irt.density import (DENSITIES, Histogram, LatentDensity, Normal, fit_auto,
                                   make_density)
 from evalcert.irt.estimation.mml_direct import (SLOPE_PRIOR, MarginalData, check_slopes,
-                                                maximise, slope_prior_terms)
+                                                maximise, scaled_bounds, slope_prior_terms)
 
 __all__ = ["ThreePL"]
 
@@ -109,7 +109,8 @@ def _log_sum(floor: np.ndarray, span: np.ndarray, log_span: np.ndarray,
     zero = floor <= 0
     if zero.all():
         return log_span + log_s
-    out = np.log(floor[:, None] + span * np.exp(log_s))
+    with np.errstate(divide="ignore"):      # rows with span <= 0: the caller's plain sums
+        out = np.log(floor[:, None] + span * np.exp(log_s))
     if zero.any():
         out[zero] = (log_span + log_s)[zero]
     return out
@@ -395,19 +396,9 @@ class ThreePL(IRTEstimator):
         """
         from scipy.optimize import minimize
 
-        memo: list[tuple] = []
-
-        def at(x: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-            """``fun(x)`` and the E-step counts there; the last point's are reused (the
-            start's scale, L-BFGS's first value and the value of its last iterate)."""
-            if not (memo and np.array_equal(memo[0][0], x)):
-                value, grad = fun(x)
-                memo[:] = [(x.copy(), value, grad, self._last[3])]
-            return memo[0][1:]
-
         def climb(x0: np.ndarray, budget: int) -> tuple[np.ndarray, float, int, Exception | None]:
-            _, g0, counts = at(x0)
-            sc = self._scale(x0, md, m, counts, g0)
+            g0 = fun(x0)[1]
+            sc = self._scale(x0, md, m, self._last[3], g0)
             y0, last = x0 / sc, [x0]
 
             def each(y: np.ndarray) -> None:
@@ -416,22 +407,21 @@ class ThreePL(IRTEstimator):
                     check(y * sc)
 
             def scaled(y: np.ndarray) -> tuple[float, np.ndarray]:
-                value, grad, _ = at(x0 if np.array_equal(y, y0) else y * sc)
+                value, grad = fun(x0 if np.array_equal(y, y0) else y * sc)
                 return value, grad * sc
 
             try:
-                res = minimize(scaled, y0,
-                               jac=True, method="L-BFGS-B", callback=each,
-                               bounds=list(zip(bounds[0] / sc, bounds[1] / sc)),
+                res = minimize(scaled, y0, jac=True, method="L-BFGS-B", callback=each,
+                               bounds=scaled_bounds(bounds, sc),
                                options={"maxiter": budget, "maxfun": 4 * budget,
                                         "gtol": self.tol, "ftol": 1e-15, "maxcor": 30})
             except ConvergenceError as exc:
-                return last[0], -at(last[0])[0], budget, exc
+                return last[0], -fun(last[0])[0], budget, exc
             x = np.clip(res.x * sc, bounds[0], bounds[1])
-            return x, -at(x)[0], int(res.nit), None
+            return x, -fun(x)[0], int(res.nit), None
 
         def stationary(x: np.ndarray) -> bool:
-            g = at(x)[1]
+            g = fun(x)[1]
             out = ((x <= bounds[0]) & (g > 0)) | ((x >= bounds[1]) & (g < 0))
             return bool(np.max(np.abs(np.where(out, 0.0, g))) <= 1e2 * self.tol)
 
@@ -536,7 +526,17 @@ class ThreePL(IRTEstimator):
         check = None if self.slope_prior or boxed else lambda x: check_slopes(
             x[:m], x[m:2 * m], what=what, item_names=tuple(sub.item_names),
             limit=limit, solver="L-BFGS-B")
-        fun = lambda v: self._objective(v, md, m)  # noqa: E731
+        memo: list[tuple] = []
+
+        def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
+            """The objective; the last point's (value, gradient, E-step) is reused: the race's
+            start serves its scale and L-BFGS's first value, its end ``maximise``'s start."""
+            if not (memo and np.array_equal(memo[0][0], v) and np.array_equal(memo[0][1],
+                                                                               md.logw)):
+                out = self._objective(v, md, m)          # (a Davidian density sets md.logw)
+                memo[:] = [(v.copy(), md.logw.copy(), out, self._last)]
+            self._last = memo[0][3]
+            return memo[0][2]
         n_iter, em_steps, notes = 0, 0, []
         if self._density.n_free:
             # Davidian: the likelihood is flat at P = 1 (a stationary point by symmetry) and
@@ -589,7 +589,7 @@ class ThreePL(IRTEstimator):
                        verbose=self.verbose, max_se_params=se_params, check=check,
                        bounds=(lower, upper))
         x = out["x"]
-        self._objective(x, md, m)
+        fun(x)
         loglik, post, logp, _ = self._last
         if self._density.n_free:
             self._density.params = x[x.size - self._density.n_free:].copy()
