@@ -393,6 +393,8 @@ class ThreePL(IRTEstimator):
         complete-data information's diagonal at its start. A start whose slope runs
         away (``check`` raises) is dropped unless it was above every finite optimum
         when it did (then the error stands: the likelihood's supremum is there).
+        ``fun`` is :meth:`_fit`'s objective, which leaves its E-step in ``self._last``
+        and reuses its last point (so the scale costs no E-step of its own).
         """
         from scipy.optimize import minimize
 
