@@ -56,9 +56,64 @@ from evalcert.irt.data import ResponseData, finite_items
 from evalcert.irt.density import (DENSITIES, Histogram, LatentDensity, Normal, fit_auto,
                                   make_density)
 from evalcert.irt.estimation.mml_direct import (SLOPE_PRIOR, MarginalData, check_slopes,
-                                                maximise, slope_prior_terms)
+                                                maximise, scaled_bounds, slope_prior_terms)
 
 __all__ = ["ThreePL"]
+
+
+def _log_sigmoids(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``log sigma(eta)`` and ``log sigma(-eta)`` from one ``exp`` and one ``log1p`` pass.
+
+    ``min(+-eta, 0) - log1p(exp(-|eta|))``: numpy's ``-logaddexp(0, -+eta)`` term by
+    term (finite for any finite ``eta``, exact where ``sigma`` underflows), at a
+    tenth of its cost (``logaddexp`` has no vectorised loop).
+
+    Examples
+    --------
+    >>> [v.tolist() for v in _log_sigmoids(np.array([-800.0, 0.0, 40.0]))]
+    [[-800.0, -0.6931471805599453, -4.248354255291589e-18], [0.0, -0.6931471805599453, -40.0]]
+    """
+    tail = np.log1p(np.exp(-np.abs(eta)))
+    return np.minimum(eta, 0.0) - tail, np.minimum(-eta, 0.0) - tail
+
+
+def _zero_where_none(term: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``term`` (a count ``n`` times a ratio) with 0 where ``n = 0`` and the ratio is not
+    finite (``0 x inf``: no such answers); ``term`` itself when all is finite."""
+    if not np.isfinite(term).all():
+        term[n == 0] = 0.0
+    return term
+
+
+def _weighted_sum(n: np.ndarray, log_p: np.ndarray) -> float:
+    """``sum n log p`` over the cells with ``n > 0`` (``log p = -inf`` where ``n = 0`` adds 0)."""
+    if np.isfinite(log_p).all():
+        return float(np.vdot(n, log_p))
+    with np.errstate(invalid="ignore"):
+        return float(np.sum(np.where(n > 0, n * log_p, 0.0)))
+
+
+def _log_sum(floor: np.ndarray, span: np.ndarray, log_span: np.ndarray,
+             log_s: np.ndarray) -> np.ndarray:
+    """``log(floor + span * s)`` per item (rows) from ``log s``: a plain log where the
+    floor is positive (the sum is at least the floor: no underflow), the sum of logs
+    where it is 0 (exact where ``s`` underflows); for ``span > 0``.
+
+    Examples
+    --------
+    >>> out = _log_sum(np.array([0.25, 0.0]), np.array([[0.75], [1.0]]), np.log([[0.75], [1.0]]),
+    ...                np.array([[np.log(0.5)], [-800.0]]))
+    >>> np.allclose(out, [[np.log(0.625)], [-800.0]], rtol=1e-15, atol=0)
+    True
+    """
+    zero = floor <= 0
+    if zero.all():
+        return log_span + log_s
+    with np.errstate(divide="ignore"):      # rows with span <= 0: the caller's plain sums
+        out = np.log(floor[:, None] + span * np.exp(log_s))
+    if zero.any():
+        out[zero] = (log_span + log_s)[zero]
+    return out
 
 
 
@@ -214,11 +269,11 @@ class ThreePL(IRTEstimator):
         c, u, k = self._asymptotes(x, m)
         eta = a[:, None] * z[None, :] + d[:, None]                  # M x Q
         span = (u - c)[:, None]
+        log_s, log_1s = _log_sigmoids(eta)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            log_s, log_1s = -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)
             log_span = np.log(np.maximum(span, 0.0))
-            log_p1 = np.logaddexp(np.log(c)[:, None], log_span + log_s)
-            log_p0 = np.logaddexp(np.log1p(-u)[:, None], log_span + log_1s)
+            log_p1 = _log_sum(c, span, log_span, log_s)
+            log_p0 = _log_sum(1.0 - u, span, log_span, log_1s)
         if np.any(span <= 0):                   # a falling curve (u < c): plain sums
             p1 = np.clip(c[:, None] + span * np.exp(log_s), 1e-300, 1.0)
             down = (span <= 0)[:, 0]
@@ -249,28 +304,27 @@ class ThreePL(IRTEstimator):
         _, da, d, c, u, k, log_s, log_1s, log_p0, log_p1 = self._curves(x, m, z)
         _, _, log_prior, g_prior = slope_prior_terms(x[:m], self.slope_prior)
         span = (u - c)[:, None]
-        logp = np.stack([log_p0, log_p1], axis=2)
         post = None
         if counts is None:
+            logp = np.stack([log_p0, log_p1], axis=2)
             loglik, post, counts = md.evaluate(logp)
-        else:
-            with np.errstate(invalid="ignore"):
-                loglik = float(np.sum(np.where(counts > 0, counts * logp, 0.0)))
         n0, n1 = counts[:, :, 0], counts[:, :, 1]
-        s, s1 = np.exp(log_s), np.exp(log_1s)
-        with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: no such answers
-            r1_s, r1_1s = n1 * np.exp(log_s - log_p1), n1 * np.exp(log_1s - log_p1)
-            r0_s, r0_1s = n0 * np.exp(log_s - log_p0), n0 * np.exp(log_1s - log_p0)
-        for r, n in ((r1_s, n1), (r1_1s, n1), (r0_s, n0), (r0_1s, n0)):
-            r[n == 0] = 0.0
-        g_eta = span * (r1_s * s1 - r0_1s * s)
+        if post is None:
+            loglik = _weighted_sum(n0, log_p0) + _weighted_sum(n1, log_p1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            # s (1 - s) / P and s (1 - s) / (1 - P): at most 1 / (u - c), finite
+            both = log_s + log_1s
+            g_eta = span * _zero_where_none(n1 * np.exp(both - log_p1), n1)
+            g_eta -= span * _zero_where_none(n0 * np.exp(both - log_p0), n0)
         grad = [(g_eta @ z) * da + g_prior, g_eta.sum(1) - self.intercept_prior * d]
         value = loglik + log_prior - 0.5 * self.intercept_prior * np.sum(d ** 2)
-        for fixed, v, score, prior in ((self.guessing, c, r1_1s - r0_1s, self.guessing_prior),
-                                       (self.upper, u, r1_s - r0_s, self.upper_prior)):
+        for fixed, v, log_t, prior in ((self.guessing, c, log_1s, self.guessing_prior),
+                                       (self.upper, u, log_s, self.upper_prior)):
             if fixed is not None:
                 continue
-            g = score.sum(1)
+            with np.errstate(over="ignore", invalid="ignore"):     # 0 x inf: no such answers
+                g = (_zero_where_none(n1 * np.exp(log_t - log_p1), n1)
+                     - _zero_where_none(n0 * np.exp(log_t - log_p0), n0)).sum(1)
             if prior is not None:
                 al, be = prior
                 value += np.sum(xlogy(al - 1, v) + xlog1py(be - 1, -v))
@@ -282,20 +336,21 @@ class ThreePL(IRTEstimator):
             grad.append(self._density_score(x[k:], z, post.sum(0)) if post is not None
                         else np.zeros(density.n_free))
         if post is not None:
-            self._last = (loglik, post, logp)
+            self._last = (loglik, post, logp, counts)
         return -value, -np.concatenate(grad)
 
     def _surrogate_scale(self, v: np.ndarray, md: MarginalData, m: int,
-                         counts: np.ndarray) -> np.ndarray:
+                         counts: np.ndarray, g0: np.ndarray) -> np.ndarray:
         """``1 / sqrt`` of the diagonal of EM's surrogate Hessian at the item parameters ``v``.
 
         Forward differences of the surrogate's gradient (counts fixed: no E-step);
         one block (all slopes, all intercepts, ...) at a time, since the
-        surrogate is separable over items. The density is held fixed.
+        surrogate is separable over items. The density is held fixed. ``g0``
+        is the gradient at ``v`` of the marginal objective whose E-step gave
+        ``counts``: the surrogate's there (the same sums of the same counts).
         """
         density, self._density = self._density, Normal()
         try:
-            g0 = self._objective(v, md, m, counts)[1]
             h = np.empty(v.size)
             for block in range(v.size // m):
                 step = np.zeros(v.size)
@@ -309,17 +364,13 @@ class ThreePL(IRTEstimator):
         top = np.max(h[ok]) if ok.any() else 1.0
         return 1 / np.sqrt(np.where(ok, np.maximum(h, 1e-6 * top), top))
 
-    def _counts(self, x: np.ndarray, md: MarginalData, m: int) -> np.ndarray:
-        """Expected counts ``(M, Q, 2)`` at ``x`` (the E-step)."""
-        self._objective(x, md, m)
-        post = self._last[1]
-        return np.stack([I.T @ post for I in md.ind], axis=2)
-
-    def _scale(self, x: np.ndarray, md: MarginalData, m: int) -> np.ndarray:
-        """L-BFGS's scale at ``x``: the surrogate's, and 1 for the density's parameters."""
+    def _scale(self, x: np.ndarray, md: MarginalData, m: int, counts: np.ndarray,
+               grad: np.ndarray) -> np.ndarray:
+        """L-BFGS's scale at ``x`` (E-step ``counts`` and objective gradient ``grad`` there):
+        the surrogate's, and 1 for the density's parameters."""
         n_item = x.size - self._density.n_free
         scale = np.ones(x.size)
-        scale[:n_item] = self._surrogate_scale(x[:n_item], md, m, self._counts(x, md, m))
+        scale[:n_item] = self._surrogate_scale(x[:n_item], md, m, counts, grad[:n_item])
         return scale
 
     def _other_starts(self, sub: ResponseData, m: int) -> list[np.ndarray]:
@@ -342,12 +393,15 @@ class ThreePL(IRTEstimator):
         complete-data information's diagonal at its start. A start whose slope runs
         away (``check`` raises) is dropped unless it was above every finite optimum
         when it did (then the error stands: the likelihood's supremum is there).
+        ``fun`` is :meth:`_fit`'s objective, which leaves its E-step in ``self._last``
+        and reuses its last point (so the scale costs no E-step of its own).
         """
         from scipy.optimize import minimize
 
         def climb(x0: np.ndarray, budget: int) -> tuple[np.ndarray, float, int, Exception | None]:
-            sc = self._scale(x0, md, m)
-            last = [x0]
+            g0 = fun(x0)[1]
+            sc = self._scale(x0, md, m, self._last[3], g0)
+            y0, last = x0 / sc, [x0]
 
             def each(y: np.ndarray) -> None:
                 last[0] = y * sc
@@ -355,13 +409,12 @@ class ThreePL(IRTEstimator):
                     check(y * sc)
 
             def scaled(y: np.ndarray) -> tuple[float, np.ndarray]:
-                value, grad = fun(y * sc)
+                value, grad = fun(x0 if np.array_equal(y, y0) else y * sc)
                 return value, grad * sc
 
             try:
-                res = minimize(scaled, x0 / sc,
-                               jac=True, method="L-BFGS-B", callback=each,
-                               bounds=list(zip(bounds[0] / sc, bounds[1] / sc)),
+                res = minimize(scaled, y0, jac=True, method="L-BFGS-B", callback=each,
+                               bounds=scaled_bounds(bounds, sc),
                                options={"maxiter": budget, "maxfun": 4 * budget,
                                         "gtol": self.tol, "ftol": 1e-15, "maxcor": 30})
             except ConvergenceError as exc:
@@ -475,7 +528,17 @@ class ThreePL(IRTEstimator):
         check = None if self.slope_prior or boxed else lambda x: check_slopes(
             x[:m], x[m:2 * m], what=what, item_names=tuple(sub.item_names),
             limit=limit, solver="L-BFGS-B")
-        fun = lambda v: self._objective(v, md, m)  # noqa: E731
+        memo: list[tuple] = []
+
+        def fun(v: np.ndarray) -> tuple[float, np.ndarray]:
+            """The objective; the last point's (value, gradient, E-step) is reused: the race's
+            start serves its scale and L-BFGS's first value, its end ``maximise``'s start."""
+            if not (memo and np.array_equal(memo[0][0], v) and np.array_equal(memo[0][1],
+                                                                               md.logw)):
+                out = self._objective(v, md, m)          # (a Davidian density sets md.logw)
+                memo[:] = [(v.copy(), md.logw.copy(), out, self._last)]
+            self._last = memo[0][3]
+            return memo[0][2]
         n_iter, em_steps, notes = 0, 0, []
         if self._density.n_free:
             # Davidian: the likelihood is flat at P = 1 (a stationary point by symmetry) and
@@ -528,8 +591,8 @@ class ThreePL(IRTEstimator):
                        verbose=self.verbose, max_se_params=se_params, check=check,
                        bounds=(lower, upper))
         x = out["x"]
-        self._objective(x, md, m)
-        loglik, post, logp = self._last
+        fun(x)
+        loglik, post, logp, _ = self._last
         if self._density.n_free:
             self._density.params = x[x.size - self._density.n_free:].copy()
         eap, psd = md.posterior_moments(post)

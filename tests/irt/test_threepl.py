@@ -206,3 +206,57 @@ def test_pure_ml_runaway_slope_is_named_while_iterating_not_after(guessing):
     with pytest.raises(ConvergenceError, match="slope MLE does not exist for 1 item: item0"):
         Watched(guessing=guessing, slope_prior=0).fit(_guttman(60, 20, seed=0))
     assert max(seen) < 30 and len(seen) < 300
+
+
+EXTREME = np.array([-1e308, -800.0, -745.0, -40.0, -1e-20, 0.0, 1e-20, 3.0, 40.0, 745.0,
+                    800.0, 1e308, np.inf, -np.inf])
+
+
+def test_log_sigmoids_match_logaddexp_on_extreme_arguments():
+    # one exp + one log1p pass in place of two logaddexp calls
+    from evalcert.irt.threepl import _log_sigmoids
+
+    log_s, log_1s = _log_sigmoids(EXTREME)
+    np.testing.assert_allclose(log_s, -np.logaddexp(0.0, -EXTREME), rtol=1e-15, atol=0)
+    np.testing.assert_allclose(log_1s, -np.logaddexp(0.0, EXTREME), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("c, u", [(0.0, 1.0), (0.25, 1.0), (0.0, 0.9), (0.2, 0.85)])
+def test_curves_match_the_logaddexp_forms_on_extreme_arguments(c, u):
+    from evalcert.irt.fourpl import FourPL
+
+    z = np.linspace(-6, 6, 61)
+    a = np.array([1.0, 50.0, -50.0, 1e3, 1e-3, 200.0])
+    d = np.array([0.0, -800.0, 800.0, 3.0, -1e4, 1e5])
+    est = FourPL(guessing=c, upper=u, slope_prior=0)
+    *_, log_s, log_1s, log_p0, log_p1 = est._curves(np.concatenate([a, d]), a.size, z)
+    eta = a[:, None] * z + d[:, None]
+    ref_s, ref_1s = -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)
+    with np.errstate(divide="ignore"):
+        ref_p1 = np.logaddexp(np.log(c), np.log(u - c) + ref_s)
+        ref_p0 = np.logaddexp(np.log1p(-u), np.log(u - c) + ref_1s)
+    for got, ref in ((log_s, ref_s), (log_1s, ref_1s), (log_p1, ref_p1), (log_p0, ref_p0)):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15)
+
+
+def test_race_evaluates_no_point_twice_in_a_row():
+    # the start's E-step serves the scale, the surrogate's first gradient and L-BFGS's first
+    # value; the last iterate's value is not recomputed when a runaway slope stops the climb
+    points = []
+
+    class Watched(ThreePL):
+        def _objective(self, x, md, n_items, counts=None):
+            if counts is None:
+                points.append(x.copy())
+            return super()._objective(x, md, n_items, counts)
+
+    with pytest.raises(ConvergenceError, match="item0"):
+        Watched(guessing=0.25, slope_prior=0).fit(_guttman(60, 20, seed=0))
+    assert len(points) > 2
+    assert not any(np.array_equal(p, q) for p, q in zip(points, points[1:]))
+    Y, *_ = simulate_3pl(300, 8, seed=4)
+    points.clear()
+    Watched(guessing=0.2, slope_prior=0, standard_errors=False).fit(Y)
+    assert len(points) > 2
+    assert not any(np.array_equal(p, q) for p, q in zip(points, points[1:]))

@@ -234,6 +234,23 @@ def observed_covariance(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x
         return None, stat
 
 
+def scaled_bounds(bounds: tuple[np.ndarray, np.ndarray] | None, scale: np.ndarray
+                  ) -> list | None:
+    """L-BFGS-B's bounds on ``x / scale``; None when nothing is bounded (the same algorithm,
+    without converting ``2 n`` infinite bounds one by one).
+
+    Examples
+    --------
+    >>> scaled_bounds((np.full(2, -np.inf), np.full(2, np.inf)), np.ones(2)) is None
+    True
+    >>> scaled_bounds((np.array([0.0, -np.inf]), np.full(2, np.inf)), np.array([2.0, 1.0]))
+    [(0.0, inf), (-inf, inf)]
+    """
+    if bounds is None or (np.all(np.isneginf(bounds[0])) and np.all(np.isposinf(bounds[1]))):
+        return None
+    return list(zip((bounds[0] / scale).tolist(), (bounds[1] / scale).tolist()))
+
+
 def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarray, *,
              tol: float, max_iter: int, what: str, max_se_params: int = 400,
              verbose: bool = False,
@@ -284,7 +301,7 @@ def maximise(fun: Callable[[np.ndarray], tuple[float, np.ndarray]], x0: np.ndarr
         value, grad = fun(y * sc)
         return value, grad * sc
 
-    box = None if bounds is None else list(zip(bounds[0] / sc, bounds[1] / sc))
+    box = scaled_bounds(bounds, sc)
     y, nit, before = x0 / sc, 0, np.inf
     try:
         # L-BFGS-B stops "converged" on a step that gains nothing (relative reduction
