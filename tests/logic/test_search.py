@@ -185,3 +185,63 @@ def test_the_bar_says_keys_decided_and_bounds_on_t(which, capsys):
     err = capsys.readouterr().err
     assert "T in [" in err and "key" in err
     assert f"T = {res.T}" in err  # the closing line names the exact T
+
+
+@settings(max_examples=25, deadline=None)
+@given(instance(max_graders=3, max_q=6), st.sampled_from([Fraction(1, 3), Fraction(1, 2),
+                                                          Fraction(2, 3), Fraction(3, 4)]))
+def test_fixed_key_verdicts_equal_brute_force(inst, level):
+    """Every fixed-key MILP verdict of the key search (an LP infeasibility proof first, the
+    correct-count columns continuous: implied integer) at every key of a small complete log,
+    with and without a cell required strictly above ``level``, equals the brute force over
+    every item-level truth with that key."""
+    from evalcert.logic.search import KeySearch
+    from evalcert.logic.splits import JointModel
+
+    r, cols = inst
+    dec = decisions(cols, LABELS[:r])
+    arr, q_n = dec.array, len(dec.items)
+    reach = {}  # key -> set of (cells at level, cells above) reachable, by brute force
+    for truth in itertools.product(range(r), repeat=q_n):
+        truth = np.array(truth)
+        key = tuple(int((truth == t).sum()) for t in range(r))
+        corr = np.array([[int(((truth == t) & (arr[:, i] == t)).sum()) for t in range(r)]
+                         for i in range(arr.shape[1])])
+        den = np.array([list(key)] * arr.shape[1])
+        if at_level(corr, den, level):
+            reach.setdefault(key, []).append((corr, den))
+    model = JointModel(dec)
+    search = KeySearch(model.prob, model.q, model.correct, model.den, q_n)
+    a, b = level.numerator, level.denominator
+    for key in itertools.product(range(q_n + 1), repeat=r):
+        if sum(key) != q_n:
+            continue
+        points = reach.get(key, [])
+        assert search.solve_at(key, level) == bool(points)
+        for i, t in itertools.product(range(arr.shape[1]), range(r)):
+            want = any(above(corr, den, (i, t), level) for corr, den in points)
+            got = search.solve_at(key, level, require=[
+                ([(model.correct[i][t], b), (model.den[i][t], -a)], 1)])
+            assert got == want, (key, i, t)
+
+
+def test_whole_combinations_of_integer_variables_are_continuous_columns():
+    """Columns standing for sums of integer variables (the key counts, correct counts) are
+    continuous in HiGHS (implied integer); a combination with a fractional coefficient or a
+    continuous variable stays integer."""
+    import pulp
+
+    from evalcert.logic.search import KeySearch, _implied_integer
+    from evalcert.logic.splits import JointModel
+
+    model = JointModel(simulate_decisions(20, 3, 2, seed=0))
+    search = KeySearch(model.prob, model.q, model.correct, model.den, 20)
+    assert all(search.column(e) not in search.model.integer for e in model.q)
+    assert all(search.column(e) not in search.model.integer for row in model.correct
+               for e in row)
+    assert all(m in search.model.integer for _, m, _ in search.levels)  # M stays integer
+    prob = pulp.LpProblem("demo", pulp.LpMaximize)
+    x = prob.add_variable("x", 0, 3, cat="Integer")
+    y = prob.add_variable("y", 0, 3)
+    assert _implied_integer(2 * x + 1) and not _implied_integer(0.5 * x)
+    assert not _implied_integer(x + y) and not _implied_integer(x + 0.5)
