@@ -225,10 +225,10 @@ def test_fixed_key_verdicts_equal_brute_force(inst, level):
             assert got == want, (key, i, t)
 
 
-def test_whole_combinations_of_integer_variables_are_continuous_columns():
-    """Columns standing for sums of integer variables (the key counts, correct counts) are
-    continuous in HiGHS (implied integer); a combination with a fractional coefficient or a
-    continuous variable stays integer."""
+def test_correct_counts_summing_integer_variables_are_continuous_columns():
+    """Columns standing for correct counts (sums of integer variables) are continuous in
+    HiGHS (implied integer); the key counts and level columns stay integer; a combination
+    with a fractional coefficient or a continuous variable is not implied integer."""
     import pulp
 
     from evalcert.logic.search import KeySearch, _implied_integer
@@ -236,7 +236,7 @@ def test_whole_combinations_of_integer_variables_are_continuous_columns():
 
     model = JointModel(simulate_decisions(20, 3, 2, seed=0))
     search = KeySearch(model.prob, model.q, model.correct, model.den, 20)
-    assert all(search.column(e) not in search.model.integer for e in model.q)
+    assert all(search.column(e) in search.model.integer for e in model.q)
     assert all(search.column(e) not in search.model.integer for row in model.correct
                for e in row)
     assert all(m in search.model.integer for _, m, _ in search.levels)  # M stays integer
