@@ -173,7 +173,7 @@ class KeySearch:
 
     def _extreme(self, col: int, maximize: bool) -> float | None:
         self.model.set_objective({col: 1.0}, maximize=maximize)
-        if self.model.solve(relax=True) == "Infeasible":
+        if self.model.solve(relax=True, primal=True) == "Infeasible":
             return None
         return self.model.values()[col]
 
