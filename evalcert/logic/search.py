@@ -131,15 +131,20 @@ class KeySearch:
                     mm = m.add_column(0, self.max_den, True)
                     self.levels.append((m.add_row(-0.5, None, {mm: 1.0, d_col: 0.0}), mm, d_col))
                     by_den[d_col] = mm
-                # a correct count that is a whole combination of integer variables is a
-                # whole number wherever they are: a continuous column (declared integer,
-                # fixed-key MILPs on the full joint at N = 8 found a first point 2-4x later)
-                corr_col = self.column(corr, integer=not _implied_integer(corr))
+                # with the denominator fixed by the key, a correct count that is a whole
+                # combination of integer variables is a whole number wherever they are: a
+                # continuous column (declared integer, fixed-key MILPs on the full joint at
+                # N = 8 found a first point 2-4x later; with skipped items it slowed them)
+                fixed = d_col in self.bounds_of_key() or d_col in self.scaled
+                corr_col = self.column(corr, integer=not (fixed and _implied_integer(corr)))
                 m.add_row(-1e-6, None, {corr_col: 1.0, by_den[d_col]: -1.0})
                 self.best_rows.append((m.add_row(-1e-6, None, {corr_col: 1.0,
                                                                 self.best: 0.0}), self.key[t]))
         lp = m.h.getLp()
         self.bounds = {c: (lp.col_lower_[c], lp.col_upper_[c]) for c in self.key}
+        #: every denominator is fixed by the key (complete decisions): LP range queries
+        #: then take the primal simplex (:meth:`_extreme`)
+        self.dens_fixed = all(d in self.bounds or d in self.scaled for _, _, d in self.levels)
         #: called as ``on_step(best, hi, keys_decided)`` between keys (progress, deadline):
         #: ``best`` is attained (re-checked), ``T <= hi`` (or ``T < hi`` once lowered)
         self.on_step: Callable[[Fraction, Fraction, int], None] | None = None
@@ -173,7 +178,7 @@ class KeySearch:
 
     def _extreme(self, col: int, maximize: bool) -> float | None:
         self.model.set_objective({col: 1.0}, maximize=maximize)
-        if self.model.solve(relax=True, primal=True) == "Infeasible":
+        if self.model.solve(relax=True, primal=self.dens_fixed) == "Infeasible":
             return None
         return self.model.values()[col]
 

@@ -226,9 +226,11 @@ def test_fixed_key_verdicts_equal_brute_force(inst, level):
 
 
 def test_correct_counts_summing_integer_variables_are_continuous_columns():
-    """Columns standing for correct counts (sums of integer variables) are continuous in
-    HiGHS (implied integer); the key counts and level columns stay integer; a combination
-    with a fractional coefficient or a continuous variable is not implied integer."""
+    """With complete decisions, columns standing for correct counts (sums of integer
+    variables) are continuous in HiGHS (implied integer); the key counts and level columns
+    stay integer, and so does every column with skipped items (the key does not fix the
+    denominators); a combination with a fractional coefficient or a continuous variable is
+    not implied integer."""
     import pulp
 
     from evalcert.logic.search import KeySearch, _implied_integer
@@ -240,6 +242,12 @@ def test_correct_counts_summing_integer_variables_are_continuous_columns():
     assert all(search.column(e) not in search.model.integer for row in model.correct
                for e in row)
     assert all(m in search.model.integer for _, m, _ in search.levels)  # M stays integer
+    assert search.dens_fixed  # complete decisions: the key fixes every denominator
+    skips = JointModel(decisions([[0, 1, -1, 2], [1, 1, 0, -1]], LABELS, on_missing="keep"))
+    search = KeySearch(skips.prob, skips.q, skips.correct, skips.den, 4)
+    assert not search.dens_fixed  # with skipped items every column stays as it was
+    assert all(search.column(e) in search.model.integer for row in skips.correct
+               for e in row)
     prob = pulp.LpProblem("demo", pulp.LpMaximize)
     x = prob.add_variable("x", 0, 3, cat="Integer")
     y = prob.add_variable("y", 0, 3)
