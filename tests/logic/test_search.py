@@ -253,3 +253,27 @@ def test_correct_counts_summing_integer_variables_are_continuous_columns():
     y = prob.add_variable("y", 0, 3)
     assert _implied_integer(2 * x + 1) and not _implied_integer(0.5 * x)
     assert not _implied_integer(x + y) and not _implied_integer(x + 0.5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_primal_lp_ranges_equal_the_dual_ones(seed):
+    """The key search's LP range queries take the primal simplex on complete decisions;
+    each key count's LP minimum and maximum at a level equals the dual simplex's."""
+    from evalcert.logic.search import KeySearch
+    from evalcert.logic.splits import JointModel
+
+    dec = simulate_decisions(150, 3, 4, seed=seed)
+    model = JointModel(dec)
+    search = KeySearch(model.prob, model.q, model.correct, model.den, 150)
+    assert search.dens_fixed
+    for level in (Fraction(1, 2), Fraction(2, 3)):
+        search.set_level(level)
+        search._fix(None, level)
+        for col in search.key:
+            for maximize in (False, True):
+                search.model.set_objective({col: 1.0}, maximize=maximize)
+                ends = []
+                for primal in (True, False):
+                    assert search.model.solve(relax=True, primal=primal) == "Optimal"
+                    ends.append(search.model.values()[col])
+                assert ends[0] == pytest.approx(ends[1], abs=1e-6)
