@@ -277,7 +277,7 @@ def issue25(limit: float) -> None:
             if skips:  # the same file with --on-missing drop: the items every judge decided
                 cpu, wall, rss = audit_process([log, *flags[:2], "--on-missing", "drop",
                                                 "--json", out, "--time-limit", f"{limit:g}",
-                                                "--no-progress"])
+                                                "--no-progress", "--force"])
                 res = json.load(open(out))
                 t = res["T"] if res.get("T_upper") is None else f"[{res['T']}, {res['T_upper']}]"
                 rows.append(["  same file, --on-missing drop", t, f"{cpu:.1f}", "-", "-",

@@ -430,9 +430,14 @@ class HighsModel:
         sense = self._hs.ObjSense
         self.h.changeObjectiveSense(sense.kMaximize if maximize else sense.kMinimize)
 
-    def solve(self, relax: bool = False) -> str:
-        """Solve (the LP relaxation if ``relax``); ``"Optimal"`` or ``"Infeasible"``."""
+    def solve(self, relax: bool = False, primal: bool = False) -> str:
+        """Solve (the LP relaxation if ``relax``); ``"Optimal"`` or ``"Infeasible"``.
+        ``primal``: the LP by the primal simplex method (after a change of objective only,
+        the last basis stays primal feasible: range queries on the full joint at N = 8 took
+        ~2.5x fewer CPU-s than by HiGHS's default dual simplex; after changed bounds, the
+        dual is faster)."""
         hs, h = self._hs, self.h
+        h.setOptionValue("simplex_strategy", 4 if primal and relax else 1)
         if self.integer and relax != self._relaxed:  # keep the LP basis between LP solves
             kind = hs.HighsVarType.kContinuous if relax else hs.HighsVarType.kInteger
             cols = np.array(self.integer, dtype=np.int32)

@@ -185,3 +185,95 @@ def test_the_bar_says_keys_decided_and_bounds_on_t(which, capsys):
     err = capsys.readouterr().err
     assert "T in [" in err and "key" in err
     assert f"T = {res.T}" in err  # the closing line names the exact T
+
+
+@settings(max_examples=25, deadline=None)
+@given(instance(max_graders=3, max_q=6), st.sampled_from([Fraction(1, 3), Fraction(1, 2),
+                                                          Fraction(2, 3), Fraction(3, 4)]))
+def test_fixed_key_verdicts_equal_brute_force(inst, level):
+    """Every fixed-key MILP verdict of the key search (an LP infeasibility proof first, the
+    correct-count columns continuous: implied integer) at every key of a small complete log,
+    with and without a cell required strictly above ``level``, equals the brute force over
+    every item-level truth with that key."""
+    from evalcert.logic.search import KeySearch
+    from evalcert.logic.splits import JointModel
+
+    r, cols = inst
+    dec = decisions(cols, LABELS[:r])
+    arr, q_n = dec.array, len(dec.items)
+    reach = {}  # key -> set of (cells at level, cells above) reachable, by brute force
+    for truth in itertools.product(range(r), repeat=q_n):
+        truth = np.array(truth)
+        key = tuple(int((truth == t).sum()) for t in range(r))
+        corr = np.array([[int(((truth == t) & (arr[:, i] == t)).sum()) for t in range(r)]
+                         for i in range(arr.shape[1])])
+        den = np.array([list(key)] * arr.shape[1])
+        if at_level(corr, den, level):
+            reach.setdefault(key, []).append((corr, den))
+    model = JointModel(dec)
+    search = KeySearch(model.prob, model.q, model.correct, model.den, q_n)
+    a, b = level.numerator, level.denominator
+    for key in itertools.product(range(q_n + 1), repeat=r):
+        if sum(key) != q_n:
+            continue
+        points = reach.get(key, [])
+        assert search.solve_at(key, level) == bool(points)
+        for i, t in itertools.product(range(arr.shape[1]), range(r)):
+            want = any(above(corr, den, (i, t), level) for corr, den in points)
+            got = search.solve_at(key, level, require=[
+                ([(model.correct[i][t], b), (model.den[i][t], -a)], 1)])
+            assert got == want, (key, i, t)
+
+
+def test_correct_counts_summing_integer_variables_are_continuous_columns():
+    """With complete decisions, columns standing for correct counts (sums of integer
+    variables) are continuous in HiGHS (implied integer); the key counts and level columns
+    stay integer, and so does every column with skipped items (the key does not fix the
+    denominators); a combination with a fractional coefficient or a continuous variable is
+    not implied integer."""
+    import pulp
+
+    from evalcert.logic.search import KeySearch, _implied_integer
+    from evalcert.logic.splits import JointModel
+
+    model = JointModel(simulate_decisions(20, 3, 2, seed=0))
+    search = KeySearch(model.prob, model.q, model.correct, model.den, 20)
+    assert all(search.column(e) in search.model.integer for e in model.q)
+    assert all(search.column(e) not in search.model.integer for row in model.correct
+               for e in row)
+    assert all(m in search.model.integer for _, m, _ in search.levels)  # M stays integer
+    assert search.dens_fixed  # complete decisions: the key fixes every denominator
+    skips = JointModel(decisions([[0, 1, -1, 2], [1, 1, 0, -1]], LABELS, on_missing="keep"))
+    search = KeySearch(skips.prob, skips.q, skips.correct, skips.den, 4)
+    assert not search.dens_fixed  # with skipped items every column stays as it was
+    assert all(search.column(e) in search.model.integer for row in skips.correct
+               for e in row)
+    prob = pulp.LpProblem("demo", pulp.LpMaximize)
+    x = prob.add_variable("x", 0, 3, cat="Integer")
+    y = prob.add_variable("y", 0, 3)
+    assert _implied_integer(2 * x + 1) and not _implied_integer(0.5 * x)
+    assert not _implied_integer(x + y) and not _implied_integer(x + 0.5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_primal_lp_ranges_equal_the_dual_ones(seed):
+    """The key search's LP range queries take the primal simplex on complete decisions;
+    each key count's LP minimum and maximum at a level equals the dual simplex's."""
+    from evalcert.logic.search import KeySearch
+    from evalcert.logic.splits import JointModel
+
+    dec = simulate_decisions(150, 3, 4, seed=seed)
+    model = JointModel(dec)
+    search = KeySearch(model.prob, model.q, model.correct, model.den, 150)
+    assert search.dens_fixed
+    for level in (Fraction(1, 2), Fraction(2, 3)):
+        search.set_level(level)
+        search._fix(None, level)
+        for col in search.key:
+            for maximize in (False, True):
+                search.model.set_objective({col: 1.0}, maximize=maximize)
+                ends = []
+                for primal in (True, False):
+                    assert search.model.solve(relax=True, primal=primal) == "Optimal"
+                    ends.append(search.model.values()[col])
+                assert ends[0] == pytest.approx(ends[1], abs=1e-6)
